@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The main job: set up ./.venv, then run the Snakemake DAG that regenerates results/ and
+# figures/. With a CUDA GPU it runs the paper profile, otherwise the quick profile; force one
+# with PROFILE=paper|quick. Extra arguments go to snakemake (e.g. -n for a dry run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+if [ -z "${PROFILE:-}" ]; then
+  if .venv/bin/python -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"; then
+    PROFILE=paper
+  else
+    PROFILE=quick
+  fi
+fi
+echo "dirdp: running the '$PROFILE' profile (config/$PROFILE.yaml)"
+export MPLBACKEND=Agg
+exec .venv/bin/snakemake --cores all --resources gpu=1 --configfile "config/$PROFILE.yaml" "$@"
