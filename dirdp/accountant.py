@@ -121,7 +121,10 @@ def subsampled_rdp(*, orders, r: float, alpha: float, q: float) -> np.ndarray:
             + (lamf - j) * math.log1p(-q)
         )
         terms = np.where(j[None, :] <= lamf, log_pmf + log_weight[None, :], -np.inf)
-    log_excess = special.logsumexp(terms, axis=1)
+    top_term = terms.max(axis=1, keepdims=True)
+    shift = np.where(np.isfinite(top_term), top_term, 0.0)
+    with np.errstate(divide="ignore"):
+        log_excess = (shift + np.log(np.exp(terms - shift).sum(axis=1, keepdims=True)))[:, 0]
     out = np.logaddexp(0.0, log_excess) / (lam - 1.0)
     out[~np.isfinite(a[lam - 2])] = np.inf
     return out.reshape(np.shape(orders)) if np.ndim(orders) else out

@@ -8,8 +8,8 @@ from __future__ import annotations
 import torch
 
 
-def log_dirichlet_rsample(concentration: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """log p~ for p~ ~ Dir(concentration) along the last axis, reparameterised and in log space.
+def _log_gamma_rsample(concentration: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    """log G with G ~ Gamma(concentration, 1) elementwise, reparameterised, never -inf.
 
     Uses Gamma(a) = Gamma(a + 1) * U^(1/a) with U ~ Uniform(0, 1] (Marsaglia & Tsang's boost),
     so log G = log G' + log(U) / a never underflows, even at alpha = 0.1 in float32 where a
@@ -19,7 +19,12 @@ def log_dirichlet_rsample(concentration: torch.Tensor, generator: torch.Generato
     """
     g = torch._standard_gamma(concentration + 1.0, generator=generator)
     u = torch.rand(concentration.shape, dtype=concentration.dtype, device=concentration.device, generator=generator)
-    log_g = torch.log(g) + torch.log1p(-u) / concentration  # 1 - u lies in (0, 1]
+    return torch.log(g) + torch.log1p(-u) / concentration  # 1 - u lies in (0, 1]
+
+
+def log_dirichlet_rsample(concentration: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """log p~ for p~ ~ Dir(concentration) along the last axis (normalised Gamma draws), in log space."""
+    log_g = _log_gamma_rsample(concentration, generator)
     return log_g - torch.logsumexp(log_g, dim=-1, keepdim=True)
 
 
@@ -42,8 +47,13 @@ def dirichlet_nll(
         raise ValueError(f"the Dirichlet mechanism needs r > 0 and alpha > 0. Found r={r}, alpha={alpha}.")
     with torch.autocast(device_type=logits.device.type, enabled=False):
         s = torch.softmax(logits.float(), dim=-1)
-        log_p = log_dirichlet_rsample(r * s + alpha, generator)
-        loss = -log_p.gather(-1, target.long().unsqueeze(-1)).squeeze(-1)
+        log_g = _log_gamma_rsample(r * s + alpha, generator)
+        # -log p~_y = log(1 + sum_{j != y} G_j / G_y), written as softplus so that a loss near
+        # 0 (p~_y near 1) keeps its relative precision in float32
+        is_y = torch.nn.functional.one_hot(target.long(), log_g.shape[-1]).bool()
+        log_g_y = log_g.masked_fill(~is_y, 0.0).sum(-1)
+        log_rest = torch.logsumexp(log_g.masked_fill(is_y, float("-inf")), dim=-1)
+        loss = torch.nn.functional.softplus(log_rest - log_g_y)
     if reduction == "none":
         return loss
     if reduction == "sum":

@@ -44,32 +44,39 @@ def effective_lr(*, lr, s_y, r, alpha):
     return np.asarray(lr, dtype=np.float64) * kappa(s_y=s_y, r=r, alpha=alpha)
 
 
-def asymptotic_kappa(*, s_y, c, alpha, regime: str):
-    """Leading term of kappa with r = c alpha (Appendix C.1), from psi'(x) ~ 1/x^2 (x -> 0)
-    and psi'(x) ~ 1/x (x -> inf):
+def asymptotic_kappa(*, s_y, r, alpha, regime: str):
+    """Leading term of kappa (Appendix C.1) from psi'(x) ~ 1/x^2 (x -> 0) or psi'(x) ~ 1/x (x -> inf):
 
-    - regime "small" (alpha << 1): kappa ~ c s_y / ((1 + c s_y)^2 alpha)   (order alpha^-1)
-    - regime "large" (alpha >> 1): kappa ~ c s_y / (1 + c s_y)             (a constant)
+    - regime "small" (r s_y + alpha -> 0):   kappa ~ r s_y / (r s_y + alpha)^2
+    - regime "large" (r s_y + alpha -> inf): kappa ~ r s_y / (r s_y + alpha)
+
+    With r = c alpha, as Appendix C.1 assumes, these are c s_y / ((1 + c s_y)^2 alpha) ~ alpha^-1 and
+    the constant c s_y / (1 + c s_y). But r* of Eq. (1) is ~ c alpha only as alpha -> 0 (there the
+    per-step RDP of Lemma 9 depends on r / alpha alone). As alpha -> inf, eps_M(lambda) -> lambda r^2 / alpha,
+    so r* ~ c' sqrt(alpha) and kappa ~ c' s_y / sqrt(alpha): at a fixed budget kappa keeps falling like
+    alpha^-1/2 and does not saturate as Appendix C.1 states (``notebooks/theorem11_kappa_variance``).
     """
-    s_y, c, alpha = (np.asarray(v, dtype=np.float64) for v in (s_y, c, alpha))
+    s_y, r, alpha = (np.asarray(v, dtype=np.float64) for v in (s_y, r, alpha))
+    x = r * s_y + alpha
     if regime == "small":
-        return c * s_y / ((1 + c * s_y) ** 2 * alpha)
+        return r * s_y / x**2
     if regime == "large":
-        return c * s_y / (1 + c * s_y) + 0 * alpha
+        return r * s_y / x
     raise ValueError(f"regime must be 'small' or 'large'. Found {regime!r}.")
 
 
-def asymptotic_variance(*, s_y, c, alpha, d, regime: str):
-    """Leading term of Var[-log p~_y] with r = c alpha (Appendix C.1):
+def asymptotic_variance(*, s_y, r, alpha, d, regime: str):
+    """Leading term of Var[-log p~_y] (Appendix C.1):
 
-    - regime "small": ((1 + c s_y)^-2 - (c + d)^-2) / alpha^2   (order alpha^-2)
-    - regime "large": ((1 + c s_y)^-1 - (c + d)^-1) / alpha     (order alpha^-1)
+    - regime "small": (r s_y + alpha)^-2 - (r + d alpha)^-2   (~ alpha^-2 when r = c alpha)
+    - regime "large": (r s_y + alpha)^-1 - (r + d alpha)^-1   (~ alpha^-1 for r = c alpha or r ~ sqrt(alpha))
     """
-    s_y, c, alpha, d = (np.asarray(v, dtype=np.float64) for v in (s_y, c, alpha, d))
+    s_y, r, alpha, d = (np.asarray(v, dtype=np.float64) for v in (s_y, r, alpha, d))
+    x, tau = r * s_y + alpha, r + d * alpha
     if regime == "small":
-        return ((1 + c * s_y) ** -2 - (c + d) ** -2) / alpha**2
+        return x**-2 - tau**-2
     if regime == "large":
-        return ((1 + c * s_y) ** -1 - (c + d) ** -1) / alpha
+        return 1 / x - 1 / tau
     raise ValueError(f"regime must be 'small' or 'large'. Found {regime!r}.")
 
 
@@ -126,3 +133,21 @@ def monte_carlo_check(
     for row in rows:
         row["z"] = (row["estimate"] - row["theory"]) / row["se"]
     return rows
+
+
+def operating_point(*, eps: float, alpha: float, q: float, steps: int, delta: float, s_y: float, d: int,
+                    lr: float) -> dict:
+    """Everything Sections 3.4-3.6 say about one setting: r* (Eq. 1), the certified epsilon and
+    its order, kappa (Eq. 3), E[loss] (Eq. 4), Var[loss] (Eq. 5) and gamma_eff (Eq. 6)."""
+    from dirdp import accountant
+
+    r = accountant.rstar(eps=eps, alpha=alpha, q=q, steps=steps, delta=delta)
+    spend = accountant.epsilon(r=r, alpha=alpha, q=q, steps=steps, delta=delta)
+    return dict(
+        eps=eps, alpha=alpha, q=q, steps=steps, delta=delta, s_y=s_y, d=d, lr=lr,
+        rstar=r, certified_eps=spend.epsilon, order=spend.order,
+        kappa=float(kappa(s_y=s_y, r=r, alpha=alpha)),
+        expected_loss=float(expected_loss(s_y=s_y, r=r, alpha=alpha, d=d)),
+        loss_variance=float(loss_variance(s_y=s_y, r=r, alpha=alpha, d=d)),
+        effective_lr=float(effective_lr(lr=lr, s_y=s_y, r=r, alpha=alpha)),
+    )

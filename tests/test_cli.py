@@ -1,0 +1,68 @@
+"""``python -m dirdp rstar|epsilon`` and the provenance helpers."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from dirdp import accountant, provenance
+from dirdp.presets import PRESETS
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "dirdp", *args], capture_output=True, text=True)
+
+
+def test_rstar_json_agrees_with_the_library():
+    out = run("rstar", "--preset", "cifar10", "--eps", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    rec = json.loads(out.stdout)
+    p = PRESETS["cifar10"]
+    assert rec["rstar"] == accountant.rstar(eps=1.0, alpha=3.0, q=p.q, steps=p.steps, delta=1e-5)
+    assert rec["certified_epsilon"] <= 1.0 and rec["q"] == p.q and rec["steps"] == 20000
+
+
+def test_rstar_text_and_overrides():
+    out = run("rstar", "--preset", "mnist", "--eps", "1", "--steps", "100")
+    assert out.returncode == 0 and out.stdout.startswith("r* = ") and "T=100" in out.stdout
+    want = accountant.rstar(eps=1.0, alpha=3.0, q=PRESETS["mnist"].q, steps=100, delta=1e-5)
+    assert f"{want:.6f}" in out.stdout
+
+
+def test_epsilon_prints_epsilon_and_order():
+    out = run("epsilon", "--preset", "mnist", "--r", "0.277", "--json")
+    rec = json.loads(out.stdout)
+    spend = accountant.epsilon(r=0.277, alpha=3.0, q=250 / 60000, steps=9600, delta=1e-5)
+    assert rec["epsilon"] == spend.epsilon and rec["order"] == spend.order == 10
+
+
+def test_infeasible_eps_exits_2_and_names_the_floor():
+    out = run("rstar", "--preset", "cifar10", "--eps", "0.5")
+    assert out.returncode == 2
+    assert "0.675423" in out.stderr and "cannot be certified" in out.stderr
+
+
+@pytest.mark.parametrize("args,match", [(("--alpha", "-1"), "Found alpha=-1.0"), (("--q", "2"), "Found q=2.0")])
+def test_bad_input_says_what_was_found(args, match):
+    out = run("rstar", "--preset", "mnist", "--eps", "1", *args)
+    assert out.returncode == 2 and match in out.stderr
+
+
+def test_missing_protocol_asks_for_a_preset():
+    out = run("rstar", "--eps", "1")
+    assert out.returncode != 0 and "--preset" in out.stderr
+
+
+def test_provenance_round_trip(tmp_path):
+    df = pd.DataFrame({"a": [1, 2], "b": [0.5, 0.25]})
+    meta = provenance.collect({"eps": 1.0}, wall_time_s=1.23456, seed=3)
+    path = provenance.write_csv(df, tmp_path / "x.csv", meta)
+    back, meta_back = provenance.read_csv(path)
+    pd.testing.assert_frame_equal(back, df)
+    assert meta_back["config"] == {"eps": 1.0} and meta_back["seed"] == 3 and meta_back["wall_time_s"] == 1.235
+    assert {"git_commit", "device", "versions", "created_utc"} <= set(meta_back)
+    with pytest.raises(ValueError, match="no provenance line"):
+        df.to_csv(tmp_path / "plain.csv", index=False)
+        provenance.read_csv(tmp_path / "plain.csv")
