@@ -36,6 +36,67 @@ def _add_protocol_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
+def _eps(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"eps must be > 0 or 'inf'. Found {text}.")
+    return value
+
+
+def _add_train_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", required=True, choices=sorted(PRESETS))
+    p.add_argument("--eps", type=_eps, required=True, help="target epsilon, or 'inf' for the non-private column")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="result JSON (checkpoint beside it, as <out>.ckpt.pt)")
+    g = p.add_argument_group("overrides of the paper's protocol (r* is recomputed for what actually runs)")
+    g.add_argument("--steps", type=int, help="T")
+    g.add_argument("--q", type=float, help="Poisson sampling rate")
+    g.add_argument("--alpha", type=float)
+    g.add_argument("--delta", type=float)
+    g.add_argument("--lr", type=float)
+    g.add_argument("--optimizer", choices=["sgd", "adam"])
+    g.add_argument("--model", help="inception, resnet18, resnet9 or papernot_cnn")
+    g.add_argument("--width", type=float, help="channel-width multiplier (1 = the paper's model)")
+    g.add_argument("--train-subset", type=int, help="train on a seeded random subset of this size")
+    g.add_argument("--no-augment", dest="augment", action="store_const", const=False, help="no CIFAR-10 augmentation")
+    d = p.add_argument_group("execution")
+    d.add_argument("--device", default="cpu", help="cpu or cuda")
+    d.add_argument("--bf16", action="store_true", help="bf16 autocast for the model (the mechanism stays float32)")
+    d.add_argument("--channels-last", action="store_true")
+    d.add_argument("--eval-every", type=int, default=500)
+    d.add_argument("--log-every", type=int, default=50)
+    d.add_argument("--checkpoint-every", type=int, default=200)
+    d.add_argument("--data-root", help="data folder (default: $DIRDP_DATA, else ./data)")
+    d.add_argument("--no-progress", action="store_true")
+    d.add_argument("--force", action="store_true", help="run again even if --out exists")
+
+
+def _train(args) -> int:
+    from pathlib import Path
+
+    from dirdp.data import DatasetMissingError
+    from dirdp.training import make_config, train
+
+    if Path(args.out).exists() and not args.force:
+        print(f"{args.out} exists: nothing to do (use --force to run again).", file=sys.stderr)
+        return 0
+    try:
+        cfg = make_config(args.dataset, args.eps, args.seed, steps=args.steps, q=args.q, alpha=args.alpha,
+                          delta=args.delta, lr=args.lr, optimizer=args.optimizer, model=args.model, width=args.width,
+                          train_subset=args.train_subset, augment=args.augment, device=args.device, bf16=args.bf16,
+                          channels_last=args.channels_last, eval_every=args.eval_every, log_every=args.log_every,
+                          checkpoint_every=args.checkpoint_every)
+        result = train(cfg, args.out, data_root=args.data_root, progress=not args.no_progress)
+    except (ValueError, DatasetMissingError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    eps = "inf" if result["rstar"] is None else f"{result['epsilon']:.4f} (order {result['epsilon_order']})"
+    print(f"{cfg.dataset} eps={cfg.eps:g} seed={cfg.seed} [{result['width_label']}]: test accuracy "
+          f"{result['test_accuracy']:.2f}%, r*={result['rstar']}, certified eps={eps}, "
+          f"{result['wall_time_s']:.0f} s ({result['steps_per_s']:.2f} steps/s) -> {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dirdp", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -45,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     p_e = sub.add_parser("epsilon", help="epsilon certified by Theorem 10 for a given r")
     p_e.add_argument("--r", type=float, required=True, help="Dirichlet scale r in (0, alpha)")
     _add_protocol_flags(p_e)
+    p_t = sub.add_parser("train", help="one run of Algorithm 1 (a table cell), with checkpoints and provenance")
+    _add_train_flags(p_t)
     args = parser.parse_args(argv)
+    if args.command == "train":
+        return _train(args)
 
     proto = _protocol(args)
     record = dict(preset=args.preset, **proto, max_order=args.max_order)

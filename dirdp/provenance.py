@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import platform
 import subprocess
 from pathlib import Path
@@ -20,7 +21,9 @@ def git_commit(cwd: str | Path | None = None) -> str:
     root = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+        # results/ and figures/ are outputs, not code: writing them does not make a run "dirty"
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(top,exclude)results", ":(top,exclude)figures"], cwd=root,
                                capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -69,12 +72,23 @@ def collect(config: dict, *, wall_time_s: float | None = None, seed: int | None 
     }
 
 
+def jsonable(obj):
+    """``obj`` with non-finite floats as the strings "inf", "-inf", "nan" (strict JSON has none)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj)
+    if isinstance(obj, dict):
+        return {k: jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    return obj
+
+
 def write_csv(df, path: str | Path, provenance: dict) -> Path:
     """Write ``df`` to ``path`` with the provenance as its first (comment) line."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w") as fh:
-        fh.write(_PREFIX + json.dumps(provenance, sort_keys=True, default=str) + "\n")
+        fh.write(_PREFIX + json.dumps(jsonable(provenance), sort_keys=True, default=str, allow_nan=False) + "\n")
         df.to_csv(fh, index=False)
     return path
 

@@ -1,0 +1,189 @@
+"""Models of Section 4.1.1, PyTorch default initialisation (Algorithm 1), no in-place operations.
+
+Every model takes ``width``, a multiplier on all channel counts (1.0 = the published layout).
+On CPU the paper's privacy protocol (q, T, alpha, lr, eps) is kept and the width reduced; such
+results are labelled "reduced width" in their result files.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def _c(channels: int, width: float) -> int:
+    return max(1, round(channels * width))
+
+
+class ConvBNReLU(nn.Sequential):
+    """Conv (no bias) -> BatchNorm -> ReLU."""
+
+    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int = 1, padding: int | str = "same"):
+        if padding == "same":
+            padding = kernel // 2
+        super().__init__(nn.Conv2d(c_in, c_out, kernel, stride, padding, bias=False), nn.BatchNorm2d(c_out), nn.ReLU())
+
+
+# ---------------------------------------------------------------------------------------- Inception
+
+class _InceptionModule(nn.Module):
+    """1x1 branch || 3x3 branch, concatenated (Zhang et al. 2017, Fig. 3)."""
+
+    def __init__(self, c_in: int, ch1: int, ch3: int):
+        super().__init__()
+        self.b1 = ConvBNReLU(c_in, ch1, 1)
+        self.b3 = ConvBNReLU(c_in, ch3, 3)
+
+    def forward(self, x):
+        return torch.cat([self.b1(x), self.b3(x)], dim=1)
+
+
+class _DownsampleModule(nn.Module):
+    """3x3 stride-2 conv || 3x3 stride-2 max-pool, concatenated."""
+
+    def __init__(self, c_in: int, ch3: int):
+        super().__init__()
+        self.conv = ConvBNReLU(c_in, ch3, 3, stride=2, padding=0)
+        self.pool = nn.MaxPool2d(3, stride=2)
+
+    def forward(self, x):
+        return torch.cat([self.conv(x), self.pool(x)], dim=1)
+
+
+class SmallInception(nn.Module):
+    """The simplified ("small") Inception of Zhang et al. (2017, "Understanding deep learning
+    requires rethinking generalization", Fig. 3), after Szegedy et al. (2015), used by the paper for
+    MNIST and FashionMNIST. We chose it because it is the standard "simplified Inception following
+    Szegedy et al." for 28-32 px inputs, and its cost matches what the paper's timings imply.
+
+    conv 3x3/96 -> Inc(32,32) -> Inc(32,48) -> Down(80) -> Inc(112,48) -> Inc(96,64) -> Inc(80,80)
+    -> Inc(48,96) -> Down(96) -> Inc(176,160) -> Inc(176,160) -> global mean pool -> linear.
+    Each conv is followed by BatchNorm and ReLU. About 1.6M parameters at width 1.
+    """
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 1, width: float = 1.0):
+        super().__init__()
+        w = width
+        layers: list[nn.Module] = [ConvBNReLU(in_channels, _c(96, w), 3)]
+        c = _c(96, w)
+        plan = [("i", 32, 32), ("i", 32, 48), ("d", 80), ("i", 112, 48), ("i", 96, 64), ("i", 80, 80),
+                ("i", 48, 96), ("d", 96), ("i", 176, 160), ("i", 176, 160)]
+        for kind, *ch in plan:
+            if kind == "i":
+                layers.append(_InceptionModule(c, _c(ch[0], w), _c(ch[1], w)))
+                c = _c(ch[0], w) + _c(ch[1], w)
+            else:
+                layers.append(_DownsampleModule(c, _c(ch[0], w)))
+                c = _c(ch[0], w) + c
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(c, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.features(x).mean(dim=(2, 3)))
+
+
+# ---------------------------------------------------------------------------------------- ResNets
+
+class _BasicBlock(nn.Module):
+    def __init__(self, c_in: int, c_out: int, stride: int):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c_out)
+        self.conv2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c_out)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or c_in != c_out:
+            self.shortcut = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+    def forward(self, x):
+        out = torch.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        return torch.relu(out + self.shortcut(x))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18 (He et al. 2016) in its CIFAR form: 3x3 stride-1 stem, no max-pool, four stages
+    of two basic blocks (64, 128, 256, 512 channels; stride 1, 2, 2, 2), BatchNorm, global average
+    pool, linear. Used for CIFAR10 and SVHN (Section 4.1.1). 11.2M parameters at width 1."""
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 3, width: float = 1.0):
+        super().__init__()
+        c = _c(64, width)
+        self.stem = ConvBNReLU(in_channels, c, 3)
+        blocks = []
+        for i, planes in enumerate((64, 128, 256, 512)):
+            out = _c(planes, width)
+            for j in range(2):
+                blocks.append(_BasicBlock(c, out, stride=2 if (i > 0 and j == 0) else 1))
+                c = out
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(c, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.blocks(self.stem(x)).mean(dim=(2, 3)))
+
+
+class _Residual(nn.Module):
+    def __init__(self, c: int):
+        super().__init__()
+        self.body = nn.Sequential(ConvBNReLU(c, c, 3), ConvBNReLU(c, c, 3))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+class ResNet9(nn.Module):
+    """ResNet-9 as used by Hölzl et al. (2022) for DermaMNIST (the DAWNBench ResNet-9 of Page, 2018,
+    as in Klause et al. 2022), with BatchNorm as in the paper (§4.2.3, footnote 5):
+
+    conv 64 -> conv 128, max-pool 2 -> residual(conv 128, conv 128) -> conv 256, max-pool 2
+    -> conv 512, max-pool 2 -> residual(conv 512, conv 512) -> global max-pool -> linear.
+    """
+
+    def __init__(self, num_classes: int = 7, in_channels: int = 3, width: float = 1.0):
+        super().__init__()
+        c = [_c(k, width) for k in (64, 128, 256, 512)]
+        self.net = nn.Sequential(
+            ConvBNReLU(in_channels, c[0], 3),
+            ConvBNReLU(c[0], c[1], 3), nn.MaxPool2d(2), _Residual(c[1]),
+            ConvBNReLU(c[1], c[2], 3), nn.MaxPool2d(2),
+            ConvBNReLU(c[2], c[3], 3), nn.MaxPool2d(2), _Residual(c[3]),
+        )
+        self.fc = nn.Linear(c[3], num_classes)
+
+    def forward(self, x):
+        return self.fc(self.net(x).amax(dim=(2, 3)))
+
+
+# ---------------------------------------------------------------------------------------- baseline CNN
+
+class PapernotCNN(nn.Module):
+    """The MNIST/FashionMNIST CNN of Papernot et al. (2021, "Tempered sigmoid activations") with
+    tanh: conv 16 8x8 stride 2 (same) -> max-pool 2 stride 1 -> conv 32 4x4 stride 2 (valid)
+    -> max-pool 2 stride 1 -> linear 32 -> linear d. No normalisation layers (DP-SGD compatible)."""
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 1, width: float = 1.0):
+        super().__init__()
+        c1, c2, h = _c(16, width), _c(32, width), _c(32, width)
+        self.features = nn.Sequential(
+            nn.Conv2d(in_channels, c1, 8, 2, padding=3), nn.Tanh(), nn.MaxPool2d(2, 1),
+            nn.Conv2d(c1, c2, 4, 2), nn.Tanh(), nn.MaxPool2d(2, 1), nn.Flatten(),
+        )
+        self.head = nn.Sequential(nn.LazyLinear(h), nn.Tanh(), nn.Linear(h, num_classes))
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+MODELS = {"inception": SmallInception, "resnet18": ResNet18, "resnet9": ResNet9, "papernot_cnn": PapernotCNN}
+
+
+def build_model(name: str, *, num_classes: int, in_channels: int, width: float = 1.0) -> nn.Module:
+    """The model called ``name`` (one of :data:`MODELS`) with default PyTorch initialisation."""
+    try:
+        cls = MODELS[name]
+    except KeyError:
+        raise KeyError(f"unknown model {name!r}. Known: {', '.join(MODELS)}.") from None
+    if not width > 0:
+        raise ValueError(f"width must be > 0. Found width={width}.")
+    return cls(num_classes=num_classes, in_channels=in_channels, width=width)

@@ -1,0 +1,258 @@
+"""Algorithm 1 end to end: Poisson sampling, the Dirichlet mechanism, SGD, evaluation, checkpoints.
+
+One run = one :class:`RunConfig` -> one result JSON with provenance. Rerunning the same command
+after a kill resumes from ``<out>.ckpt.pt``; on CPU the resumed run ends with exactly the same
+parameters (``params_sha256``) and accuracy as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from dirdp import accountant, provenance
+from dirdp.data import Split, get_spec, load, random_crop_flip
+from dirdp.mechanism import dirichlet_nll
+from dirdp.models import build_model
+from dirdp.presets import get_preset
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Everything that determines a run. ``eps = inf`` trains non-privately (plain cross-entropy)
+    with the same Poisson sampling: the paper's eps = inf column."""
+
+    dataset: str
+    eps: float
+    seed: int
+    steps: int
+    q: float
+    alpha: float
+    delta: float
+    lr: float
+    optimizer: str
+    model: str
+    width: float = 1.0
+    train_subset: int | None = None
+    augment: bool = False
+    device: str = "cpu"
+    bf16: bool = False
+    channels_last: bool = False
+    eval_every: int = 500
+    log_every: int = 50
+    checkpoint_every: int = 200
+
+    @property
+    def private(self) -> bool:
+        return math.isfinite(self.eps)
+
+    def identity(self) -> dict:
+        """The fields a checkpoint must share with the run that resumes it."""
+        d = dataclasses.asdict(self)
+        for k in ("device", "eval_every", "log_every", "checkpoint_every"):
+            d.pop(k)
+        return d
+
+
+def make_config(dataset: str, eps: float, seed: int = 0, **overrides) -> RunConfig:
+    """The paper's protocol for ``dataset`` (Section 4.1.2), with ``overrides`` (None = keep).
+    Adam defaults to lr = 0.001 (Appendix G); CIFAR-10 turns augmentation on."""
+    p = get_preset(dataset)
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    optimizer = overrides.pop("optimizer", "sgd")
+    if optimizer not in ("sgd", "adam"):
+        raise ValueError(f"optimizer must be 'sgd' or 'adam'. Found {optimizer!r}.")
+    base = dict(dataset=p.name, eps=float(eps), seed=seed, steps=p.steps, q=p.q, alpha=p.alpha, delta=p.delta,
+                lr=0.001 if optimizer == "adam" else p.lr, optimizer=optimizer, model=p.model,
+                augment=p.name == "cifar10")
+    base.update(overrides)
+    return RunConfig(**base)
+
+
+def poisson_sample(n: int, q: float, *, size_generator: torch.Generator, index_generator: torch.Generator,
+                   device) -> torch.Tensor:
+    """PoissonSample (Definition 5): indices of a subset where each of the n examples is in
+    independently with probability q. Drawn as |B| ~ Binomial(n, q) (on the host) and then a
+    uniformly random subset of that size (on ``device``), which is the same distribution: given its
+    size, an independent-Bernoulli subset is uniform over subsets of that size. Knowing |B| on the
+    host avoids a device-to-host sync per step. The batch size varies; it can be empty, and then
+    Algorithm 1 makes no update (the step still counts towards T for privacy).
+    """
+    b = int(torch.binomial(torch.tensor([float(n)]), torch.tensor([float(q)]), generator=size_generator).item())
+    if b == 0:
+        return torch.empty(0, dtype=torch.long, device=device)
+    return torch.randperm(n, generator=index_generator, device=device)[:b]
+
+
+@torch.no_grad()
+def accuracy(model: torch.nn.Module, split: Split, *, batch: int = 1000, channels_last: bool = False) -> float:
+    """Top-1 accuracy (%) of ``model`` in eval mode on a whole split."""
+    was_training = model.training
+    model.eval()
+    correct = torch.zeros((), dtype=torch.long, device=split.x.device)
+    for i in range(0, len(split), batch):
+        x = split.x[i:i + batch]
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        correct += (model(x).argmax(1) == split.y[i:i + batch]).sum()
+    model.train(was_training)
+    return 100.0 * correct.item() / len(split)
+
+
+def params_sha256(model: torch.nn.Module) -> str:
+    """SHA-256 of all parameters and buffers, in state-dict order (bitwise identity of two models)."""
+    h = hashlib.sha256()
+    for name, t in model.state_dict().items():
+        h.update(name.encode())
+        h.update(t.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()
+
+
+def load_data(cfg: RunConfig, data_root=None) -> dict[str, Split]:
+    """All splits of the run's data set on its device; the training split cut to ``train_subset``
+    (a seeded random subset) when asked."""
+    spec = get_spec(cfg.dataset)
+    splits = {s: load(cfg.dataset, s, root=data_root) for s in spec.splits}
+    if cfg.train_subset is not None and cfg.train_subset < len(splits["train"]):
+        g = torch.Generator().manual_seed(cfg.seed)
+        keep = torch.randperm(len(splits["train"]), generator=g)[: cfg.train_subset]
+        splits["train"] = Split(splits["train"].x[keep], splits["train"].y[keep])
+    return {k: v.to(cfg.device) for k, v in splits.items()}
+
+
+def _save_atomic(obj, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | None = None, data_root=None,
+          progress: bool = True) -> dict:
+    """Run Algorithm 1 for ``cfg`` and write the result JSON to ``out`` (resuming from
+    ``<out>.ckpt.pt`` if a checkpoint of the same run is there). Returns the result record."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    ckpt_path = out.with_name(out.name + ".ckpt.pt")
+    device = torch.device(cfg.device)
+    spec = get_spec(cfg.dataset)
+    data = data if data is not None else load_data(cfg, data_root)
+    train_split = data["train"]
+    n = len(train_split)
+
+    r = None
+    if cfg.private:
+        r = accountant.rstar(eps=cfg.eps, alpha=cfg.alpha, q=cfg.q, steps=cfg.steps, delta=cfg.delta)
+        spend = accountant.epsilon(r=r, alpha=cfg.alpha, q=cfg.q, steps=cfg.steps, delta=cfg.delta)
+
+    torch.manual_seed(cfg.seed)  # default initialisation draws from the global generator
+    model = build_model(cfg.model, num_classes=spec.num_classes, in_channels=spec.channels, width=cfg.width).to(device)
+    if cfg.model == "papernot_cnn":
+        model(train_split.x[:1])  # materialise the lazy layer
+    if cfg.channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    opt_cls = torch.optim.SGD if cfg.optimizer == "sgd" else torch.optim.Adam
+    opt = opt_cls(model.parameters(), lr=cfg.lr)
+    g_size = torch.Generator().manual_seed(10_007 * cfg.seed + 1)
+    g_dev = torch.Generator(device=device).manual_seed(10_007 * cfg.seed + 2)
+
+    prov = provenance.collect(dataclasses.asdict(cfg), seed=cfg.seed)  # the code that runs: taken at the start
+    state = dict(step=0, elapsed=0.0, loss_curve=[], acc_curve=[], empty_batches=0)
+    if ckpt_path.exists():
+        ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
+        if ckpt["identity"] != cfg.identity():
+            raise RuntimeError(f"{ckpt_path} belongs to a different run; delete it or choose another --out.\n"
+                               f"checkpoint: {ckpt['identity']}\nthis run:   {cfg.identity()}")
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        g_size.set_state(ckpt["g_size"])
+        g_dev.set_state(ckpt["g_dev"].to(g_dev.get_state().device) if hasattr(ckpt["g_dev"], "to") else ckpt["g_dev"])
+        state = ckpt["state"]
+
+    def checkpoint():
+        _save_atomic(dict(identity=cfg.identity(), model=model.state_dict(), optimizer=opt.state_dict(),
+                          g_size=g_size.get_state(), g_dev=g_dev.get_state(), state=state), ckpt_path)
+
+    model.train()
+    loss_sum = torch.zeros((), device=device)
+    loss_n = 0
+    t_start = time.perf_counter() - state["elapsed"]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        label = f"{cfg.dataset} eps={cfg.eps:g}" + (f" r*={r:.4f}" if r else "") + f" w={cfg.width:g}"
+        bar = tqdm(total=cfg.steps, initial=state["step"], desc=label, unit="step", dynamic_ncols=True)
+    for step in range(state["step"], cfg.steps):
+        idx = poisson_sample(n, cfg.q, size_generator=g_size, index_generator=g_dev, device=device)
+        if idx.numel() == 0:
+            state["empty_batches"] += 1
+        else:
+            x, y = train_split.x[idx], train_split.y[idx]
+            if cfg.augment:
+                x = random_crop_flip(x, g_dev)
+            if cfg.channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
+                logits = model(x)
+            if cfg.private:
+                loss = dirichlet_nll(logits, y, r=r, alpha=cfg.alpha, generator=g_dev)
+            else:
+                loss = F.cross_entropy(logits.float(), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            loss_sum += loss.detach()
+            loss_n += 1
+        done = step + 1
+        if done % cfg.log_every == 0 or done == cfg.steps:
+            mean_loss = loss_sum.item() / max(loss_n, 1)
+            state["loss_curve"].append([done, round(mean_loss, 5)])
+            loss_sum.zero_()
+            loss_n = 0
+            if bar is not None:
+                bar.set_postfix(loss=f"{mean_loss:.4f}")
+        if done % cfg.eval_every == 0 or done == cfg.steps:
+            state["acc_curve"].append([done, accuracy(model, data["test"], channels_last=cfg.channels_last)])
+            if bar is not None:
+                bar.set_postfix(loss=state["loss_curve"][-1][1] if state["loss_curve"] else None,
+                                test_acc=state["acc_curve"][-1][1])
+        if bar is not None:
+            bar.update(1)
+        state["step"] = done
+        if done % cfg.checkpoint_every == 0 and done < cfg.steps:
+            state["elapsed"] = time.perf_counter() - t_start
+            checkpoint()
+    if bar is not None:
+        bar.close()
+    wall = time.perf_counter() - t_start
+
+    result = dict(
+        dataset=cfg.dataset, model=cfg.model, width=cfg.width,
+        width_label="full width" if cfg.width == 1.0 else f"reduced width ({cfg.width:g}x channels)",
+        eps_target=cfg.eps, delta=cfg.delta, alpha=cfg.alpha, q=cfg.q, steps=cfg.steps, seed=cfg.seed,
+        rstar=r,
+        epsilon=spend.epsilon if cfg.private else math.inf,
+        epsilon_order=spend.order if cfg.private else None,
+        n_train=n, expected_batch=cfg.q * n, empty_batches=state["empty_batches"],
+        test_accuracy=state["acc_curve"][-1][1],
+        val_accuracy=accuracy(model, data["val"], channels_last=cfg.channels_last) if "val" in data else None,
+        accuracy_curve=state["acc_curve"], loss_curve=state["loss_curve"],
+        wall_time_s=round(wall, 2), steps_per_s=round(cfg.steps / wall, 3) if wall > 0 else None,
+        params_sha256=params_sha256(model),
+        provenance=dict(prov, wall_time_s=round(wall, 3)),
+    )
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(provenance.jsonable(result), indent=1, default=str, allow_nan=False) + "\n")
+    os.replace(tmp, out)
+    torch.save(model.state_dict(), out.with_name(out.stem + ".model.pt"))
+    ckpt_path.unlink(missing_ok=True)
+    return result
