@@ -7,6 +7,7 @@ Each rule executes one parameterized notebook with papermill into results/notebo
 its log to results/logs/, and its tables (with provenance) to results/ and figures to figures/.
 """
 
+import glob
 import json
 import sys
 
@@ -34,6 +35,8 @@ rule all:
         "results/theorem11_mc.csv",
         "figures/theorem11_kappa_variance.pdf",
         f"{NB}/explore_kappa.ipynb",
+        "results/runs_summary.csv",
+        "figures/runs_accuracy_curves.pdf",
 
 
 rule table6_table7_rstar:
@@ -86,5 +89,26 @@ rule explore_kappa:
         f"{LOGS}/explore_kappa.log",
     params:
         cmd=papermill("explore_kappa", config["explore_kappa"]),
+    shell:
+        "{params.cmd}"
+
+
+rule runs_summary:
+    """Every training run committed under results/runs/ (python -m dirdp train), beside the
+    paper's accuracy for its cell, width always shown; accuracy curves."""
+    input:
+        "notebooks/runs_summary.ipynb",
+        "dirdp/runs.py",
+        "dirdp/paper.py",
+        sorted(glob.glob("results/runs/**/*.json", recursive=True)),
+    output:
+        "results/runs_summary.csv",
+        "figures/runs_accuracy_curves.png",
+        "figures/runs_accuracy_curves.pdf",
+        f"{NB}/runs_summary.ipynb",
+    log:
+        f"{LOGS}/runs_summary.log",
+    params:
+        cmd=papermill("runs_summary", {"runs_dir": "results/runs"}),
     shell:
         "{params.cmd}"

@@ -1,4 +1,4 @@
-"""Command line: ``python -m dirdp rstar|epsilon ...`` (see ``--help``)."""
+"""Command line: ``python -m dirdp rstar|epsilon|train|bench ...`` (see ``--help``)."""
 
 from __future__ import annotations
 
@@ -108,9 +108,26 @@ def main(argv: list[str] | None = None) -> int:
     _add_protocol_flags(p_e)
     p_t = sub.add_parser("train", help="one run of Algorithm 1 (a table cell), with checkpoints and provenance")
     _add_train_flags(p_t)
+    p_b = sub.add_parser("bench", help="per-step time of non-private training vs Algorithm 1, per model")
+    p_b.add_argument("--models", nargs="+", default=["inception", "resnet18", "resnet9"],
+                     choices=["inception", "resnet18", "resnet9"])
+    p_b.add_argument("--width", type=float, default=1.0)
+    p_b.add_argument("--reps", type=int, default=5)
+    p_b.add_argument("--device", default="cpu")
+    p_b.add_argument("--bf16", action="store_true")
+    p_b.add_argument("--channels-last", action="store_true")
+    p_b.add_argument("--json", action="store_true", help="also print the rows as one JSON list")
     args = parser.parse_args(argv)
     if args.command == "train":
         return _train(args)
+    if args.command == "bench":
+        from dirdp import bench
+
+        rows = bench.main(args.models, width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
+                          channels_last=args.channels_last)
+        if args.json:
+            print(json.dumps(rows))
+        return 0
 
     proto = _protocol(args)
     record = dict(preset=args.preset, **proto, max_order=args.max_order)

@@ -206,7 +206,9 @@ def rstar(
             f"delta={delta:g} and RDP orders up to {max_order}, Theorem 10 gives "
             f"eps > {floor.epsilon:.6f} for every r > 0 (the limit r -> 0, at order "
             f"lambda={floor.order}). Ask for eps > {floor.epsilon:.6f}, or use fewer steps or a "
-            f"smaller q; a larger max_order lowers the floor only at a vanishing r.",
+            f"smaller q; a larger max_order lowers the floor only at a vanishing r"
+            + (" (here the floor sits at the largest order searched, so raising max_order lowers it)."
+               if floor.order == max_order else "."),
             floor=floor.epsilon,
             order=floor.order,
         )

@@ -165,7 +165,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
     g_dev = torch.Generator(device=device).manual_seed(10_007 * cfg.seed + 2)
 
     prov = provenance.collect(dataclasses.asdict(cfg), seed=cfg.seed)  # the code that runs: taken at the start
-    state = dict(step=0, elapsed=0.0, loss_curve=[], acc_curve=[], empty_batches=0)
+    state = dict(step=0, elapsed=0.0, loss_curve=[], acc_curve=[], empty_batches=0, loss_sum=0.0, loss_n=0)
     if ckpt_path.exists():
         ckpt = torch.load(ckpt_path, map_location=device, weights_only=False)
         if ckpt["identity"] != cfg.identity():
@@ -182,8 +182,8 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
                           g_size=g_size.get_state(), g_dev=g_dev.get_state(), state=state), ckpt_path)
 
     model.train()
-    loss_sum = torch.zeros((), device=device)
-    loss_n = 0
+    loss_sum = torch.tensor(state["loss_sum"], device=device)  # the open logging window survives a resume
+    loss_n = state["loss_n"]
     t_start = time.perf_counter() - state["elapsed"]
     bar = None
     if progress:
@@ -229,7 +229,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
             bar.update(1)
         state["step"] = done
         if done % cfg.checkpoint_every == 0 and done < cfg.steps:
-            state["elapsed"] = time.perf_counter() - t_start
+            state.update(elapsed=time.perf_counter() - t_start, loss_sum=loss_sum.item(), loss_n=loss_n)
             checkpoint()
     if bar is not None:
         bar.close()

@@ -66,3 +66,10 @@ def test_provenance_round_trip(tmp_path):
     with pytest.raises(ValueError, match="no provenance line"):
         df.to_csv(tmp_path / "plain.csv", index=False)
         provenance.read_csv(tmp_path / "plain.csv")
+
+
+def test_bench_prints_a_ratio_per_model():
+    out = run("bench", "--models", "resnet9", "--width", "0.0625", "--reps", "1", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    assert rows[0]["model"] == "resnet9" and rows[0]["batch"] == 70 and rows[0]["ratio"] > 0

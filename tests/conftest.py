@@ -1,0 +1,61 @@
+"""Shared fixtures: the offline MNIST mirror, and tiny data sets in each real on-disk format."""
+
+import gzip
+import os
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+
+@pytest.fixture(scope="session")
+def mirror_root() -> Path:
+    """``$DIRDP_DATA`` or ``../shared/datasets`` (CI sets the former to the latter)."""
+    root = Path(os.environ.get("DIRDP_DATA") or SHARED)
+    if not (root / "MNIST" / "raw").exists():
+        pytest.skip(f"no MNIST mirror under {root}")
+    return root
+
+
+def write_idx(path: Path, array: np.ndarray) -> None:
+    """An unsigned-byte IDX file (gzip-compressed if the name ends in .gz)."""
+    header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in array.shape)
+    data = header + array.astype(np.uint8).tobytes()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (gzip.open if path.suffix == ".gz" else open)(path, "wb").write(data)
+
+
+@pytest.fixture(scope="session")
+def tiny_root(tmp_path_factory) -> Path:
+    """A data root holding tiny MNIST, FashionMNIST, CIFAR-10, SVHN and DermaMNIST files, each in
+    the format its real loader reads (IDX, CIFAR pickles, SVHN .mat, MedMNIST .npz)."""
+    root = tmp_path_factory.mktemp("tiny-data")
+    rng = np.random.default_rng(0)
+    for folder in ("MNIST", "FashionMNIST"):
+        for prefix, n in (("train", 64), ("t10k", 32)):
+            write_idx(root / folder / "raw" / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
+            write_idx(root / folder / "raw" / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % 10)
+    cifar = root / "cifar-10-batches-py"
+    cifar.mkdir()
+    for name, n in [(f"data_batch_{i}", 16) for i in range(1, 6)] + [("test_batch", 20)]:
+        # the published batches are Python 2 pickles: str keys that torchvision reads with encoding="latin1"
+        batch = {"data": rng.integers(0, 256, (n, 3072), dtype=np.uint8), "labels": [int(v) for v in np.arange(n) % 10]}
+        pickle.dump(batch, open(cifar / name, "wb"), protocol=2)
+    pickle.dump({"label_names": [f"c{i}" for i in range(10)]}, open(cifar / "batches.meta", "wb"), protocol=2)
+    from scipy.io import savemat
+
+    (root / "SVHN").mkdir()
+    for split, n in (("train", 40), ("test", 20)):
+        labels = (np.arange(n) % 10 + 1).reshape(-1, 1)  # SVHN stores digit 0 as label 10
+        savemat(root / "SVHN" / f"{split}_32x32.mat", {"X": rng.integers(0, 256, (32, 32, 3, n), dtype=np.uint8),
+                                                       "y": labels.astype(np.uint8)})
+    (root / "medmnist").mkdir()
+    arrays = {}
+    for split, n in (("train", 35), ("val", 14), ("test", 21)):
+        arrays[f"{split}_images"] = rng.integers(0, 256, (n, 28, 28, 3), dtype=np.uint8)
+        arrays[f"{split}_labels"] = (np.arange(n) % 7).reshape(-1, 1)
+    np.savez(root / "medmnist" / "dermamnist.npz", **arrays)
+    return root

@@ -1,0 +1,93 @@
+"""Data sets: the offline mirror, tiny files in every real on-disk format, errors, augmentation."""
+
+import numpy as np
+import pytest
+import torch
+
+from dirdp import data
+from dirdp.training import make_config, train
+
+from conftest import write_idx
+
+
+def test_mnist_mirror_loads_offline_with_the_published_label_counts(mirror_root):
+    train_split = data.load("mnist", "train", root=mirror_root, download=False)
+    assert train_split.x.shape == (60_000, 1, 28, 28) and train_split.x.dtype == torch.float32
+    counts = torch.bincount(train_split.y).tolist()
+    assert counts == [5923, 6742, 5958, 6131, 5842, 5421, 5918, 6265, 5851, 5949]
+    assert abs(train_split.x.mean().item()) < 0.01 and abs(train_split.x.std().item() - 1) < 0.01  # normalised
+    fashion = data.load("fashionmnist", "test", root=mirror_root, download=False)
+    assert fashion.x.shape == (10_000, 1, 28, 28) and torch.bincount(fashion.y).tolist() == [1000] * 10
+
+
+@pytest.mark.parametrize("suffix", ["", ".gz"])
+def test_read_idx_agrees_with_torchvision(tmp_path, suffix):
+    from torchvision.datasets.mnist import read_image_file
+
+    images = np.random.default_rng(1).integers(0, 256, (5, 28, 28))
+    write_idx(tmp_path / "plain", images)
+    write_idx(tmp_path / f"x{suffix}", images)
+    np.testing.assert_array_equal(data.read_idx(tmp_path / f"x{suffix}"), read_image_file(str(tmp_path / "plain")).numpy())
+
+
+@pytest.mark.parametrize("name,splits,shape", [
+    ("mnist", {"train": 64, "test": 32}, (1, 28, 28)),
+    ("fashionmnist", {"train": 64, "test": 32}, (1, 28, 28)),
+    ("cifar10", {"train": 80, "test": 20}, (3, 32, 32)),
+    ("svhn", {"train": 40, "test": 20}, (3, 32, 32)),
+    ("dermamnist", {"train": 35, "val": 14, "test": 21}, (3, 28, 28)),
+])
+def test_tiny_files_load_through_the_real_loaders(tiny_root, name, splits, shape):
+    for split, n in splits.items():
+        s = data.load(name, split, root=tiny_root, download=False, verify=False)
+        assert s.x.shape == (n, *shape) and s.y.shape == (n,)
+        assert s.y.min() >= 0 and s.y.max() < data.get_spec(name).num_classes
+    if name == "svhn":  # label 10 is digit 0
+        assert data.load("svhn", "train", root=tiny_root, download=False, verify=False).y[:10].tolist() == \
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 0]
+
+
+def test_checksums_are_verified_by_default(tiny_root):
+    with pytest.raises(data.DatasetMissingError, match="cifar-10-batches-py/data_batch_1"):
+        data.load("cifar10", "train", root=tiny_root, download=False)
+
+
+@pytest.mark.parametrize("name", list(data.SPECS))
+def test_missing_data_set_names_files_place_and_fetch_command(tmp_path, name):
+    with pytest.raises(data.DatasetMissingError) as err:
+        data.load(name, "train", root=tmp_path, download=False)
+    msg = str(err.value)
+    for f in data.get_spec(name).files:
+        assert str(tmp_path / f) in msg
+    assert "--data-root" in msg and "download=True" in msg
+
+
+def test_bad_split_and_name():
+    with pytest.raises(ValueError, match="Found split='val'"):
+        data.load("mnist", "val")
+    with pytest.raises(KeyError, match="Known"):
+        data.get_spec("imagenet")
+
+
+def test_random_crop_flip_matches_a_per_image_reference():
+    x = torch.arange(2 * 3 * 32 * 32, dtype=torch.float32).reshape(2, 3, 32, 32)
+    x = x.repeat(8, 1, 1, 1)
+    out = data.random_crop_flip(x, torch.Generator().manual_seed(4))
+    g = torch.Generator().manual_seed(4)  # replay the same draws
+    oy = torch.randint(0, 9, (16,), generator=g)
+    ox = torch.randint(0, 9, (16,), generator=g)
+    flip = torch.rand(16, generator=g) < 0.5
+    padded = torch.nn.functional.pad(x, (4, 4, 4, 4))
+    for i in range(16):
+        ref = padded[i, :, oy[i]:oy[i] + 32, ox[i]:ox[i] + 32]
+        torch.testing.assert_close(out[i], ref.flip(2) if flip[i] else ref)
+    assert flip.any() and not flip.all() and (oy != 4).any()
+
+
+@pytest.mark.parametrize("name", ["mnist", "cifar10", "svhn", "dermamnist"])
+def test_a_few_training_steps_on_each_tiny_data_set(tiny_root, tmp_path, name):
+    splits = {s: data.load(name, s, root=tiny_root, download=False, verify=False) for s in data.get_spec(name).splits}
+    cfg = make_config(name, 2.0, seed=0, steps=3, q=0.2, width=0.0625, eval_every=3, checkpoint_every=100)
+    result = train(cfg, tmp_path / "r.json", data=splits, progress=False)
+    assert result["steps"] == 3 and 0 <= result["test_accuracy"] <= 100 and result["rstar"] > 0
+    assert (result["val_accuracy"] is not None) == (name == "dermamnist")

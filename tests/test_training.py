@@ -1,0 +1,131 @@
+"""Algorithm 1's training loop: Poisson sampling, models, determinism, kill/resume, r* for what runs."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from dirdp import accountant, models
+from dirdp.data import load
+from dirdp.presets import PRESETS
+from dirdp.training import make_config, poisson_sample, train
+
+
+def test_poisson_sample_is_definition_5():
+    # each index independently in with probability q: marginals, pairwise independence, Binomial size
+    n, q, draws = 40, 0.15, 20_000
+    gs, gi = torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)
+    m = np.zeros((draws, n), dtype=bool)
+    for t in range(draws):
+        m[t, poisson_sample(n, q, size_generator=gs, index_generator=gi, device="cpu").numpy()] = True
+    se = math.sqrt(q * (1 - q) / draws)
+    assert np.abs(m.mean(0) - q).max() < 4.5 * se
+    both = (m[:, :, None] & m[:, None, :]).mean(0)[np.triu_indices(n, 1)]
+    assert np.abs(both - q * q).max() < 4.5 * math.sqrt(q * q * (1 - q * q) / draws)
+    sizes = m.sum(1)
+    assert sizes.mean() == pytest.approx(n * q, abs=4 * math.sqrt(n * q * (1 - q) / draws))
+    assert sizes.var() == pytest.approx(n * q * (1 - q), rel=0.05)
+    assert (sizes == 0).mean() == pytest.approx((1 - q) ** n, abs=0.005)  # empty batches happen
+
+
+def test_paper_models_have_their_published_sizes_and_no_inplace_ops():
+    sizes = {name: sum(p.numel() for p in models.build_model(name, num_classes=10, in_channels=3).parameters())
+             for name in ("resnet18", "resnet9")}
+    assert sizes["resnet18"] == 11_173_962  # the standard CIFAR ResNet-18
+    inception = models.build_model("inception", num_classes=10, in_channels=1)
+    assert 1.6e6 < sum(p.numel() for p in inception.parameters()) < 1.7e6
+    for name in models.MODELS:
+        m = models.build_model(name, num_classes=7, in_channels=3, width=0.25)
+        x = torch.randn(4, 3, 28, 28)
+        assert m(x).shape == (4, 7)
+        assert not any(getattr(mod, "inplace", False) for mod in m.modules())
+    with pytest.raises(KeyError, match="Known"):
+        models.build_model("vgg", num_classes=10, in_channels=3)
+
+
+@pytest.fixture(scope="module")
+def tiny_mnist(tiny_root):
+    return {s: load("mnist", s, root=tiny_root, download=False) for s in ("train", "test")}
+
+
+def small(eps=1.0, seed=0, **kw):
+    base = dict(steps=12, q=0.25, width=0.0625, eval_every=6, log_every=4, checkpoint_every=5)
+    return make_config("mnist", eps, seed, **{**base, **kw})
+
+
+def test_same_seed_same_result_and_other_seed_differs(tiny_mnist, tmp_path):
+    a = train(small(), tmp_path / "a.json", data=tiny_mnist, progress=False)
+    b = train(small(), tmp_path / "b.json", data=tiny_mnist, progress=False)
+    c = train(small(seed=1), tmp_path / "c.json", data=tiny_mnist, progress=False)
+    assert a["params_sha256"] == b["params_sha256"] and a["loss_curve"] == b["loss_curve"]
+    assert a["params_sha256"] != c["params_sha256"]
+    assert not (tmp_path / "a.json.ckpt.pt").exists()  # removed once the result is written
+
+
+def test_rstar_is_recomputed_for_the_protocol_that_runs(tiny_mnist, tmp_path):
+    res = train(small(eps=2.0), tmp_path / "r.json", data=tiny_mnist, progress=False)
+    want = accountant.rstar(eps=2.0, alpha=3.0, q=0.25, steps=12, delta=1e-5)
+    assert res["rstar"] == want and res["epsilon"] <= 2.0 and res["epsilon_order"] >= 2
+    assert want != accountant.rstar(eps=2.0, alpha=3.0, q=PRESETS["mnist"].q, steps=9600, delta=1e-5)
+    rec = json.loads((tmp_path / "r.json").read_text())
+    assert rec["provenance"]["config"]["steps"] == 12 and "git_commit" in rec["provenance"]
+    assert rec["width_label"].startswith("reduced width")
+
+
+def test_eps_inf_trains_non_privately_with_the_same_sampling(tiny_mnist, tmp_path):
+    res = train(small(eps=math.inf), tmp_path / "inf.json", data=tiny_mnist, progress=False)
+    rec = json.loads((tmp_path / "inf.json").read_text())
+    assert res["rstar"] is None and rec["epsilon"] == "inf" and rec["eps_target"] == "inf"
+
+
+def test_a_checkpoint_of_another_run_is_refused(tiny_mnist, tmp_path):
+    cfg = small(steps=12)
+    torch.save(dict(identity={"other": 1}), tmp_path / "x.json.ckpt.pt")
+    with pytest.raises(RuntimeError, match="different run"):
+        train(cfg, tmp_path / "x.json", data=tiny_mnist, progress=False)
+
+
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path):
+    env = dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1")
+    args = [sys.executable, "-m", "dirdp", "train", "--dataset", "mnist", "--eps", "8", "--steps", "400",
+            "--q", "0.25", "--width", "0.0625", "--eval-every", "100", "--checkpoint-every", "20", "--no-progress"]
+    whole = tmp_path / "whole.json"
+    subprocess.run(args + ["--out", str(whole)], env=env, check=True, capture_output=True)
+    cut = tmp_path / "cut.json"
+    proc = subprocess.Popen(args + ["--out", str(cut)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    ckpt = tmp_path / "cut.json.ckpt.pt"
+    deadline = time.time() + 120
+    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert ckpt.exists() and not cut.exists(), "the run finished before it could be killed"
+    step = torch.load(ckpt, weights_only=False)["state"]["step"]
+    assert 0 < step < 400
+    subprocess.run(args + ["--out", str(cut)], env=env, check=True, capture_output=True)
+    a, b = json.loads(whole.read_text()), json.loads(cut.read_text())
+    assert a["params_sha256"] == b["params_sha256"]
+    assert a["test_accuracy"] == b["test_accuracy"] and a["accuracy_curve"] == b["accuracy_curve"]
+    assert a["loss_curve"] == b["loss_curve"]
+
+
+def test_runs_table_puts_each_run_beside_the_paper_cell(tiny_mnist, tmp_path):
+    from dirdp import runs
+
+    train(small(eps=1.0), tmp_path / "mnist" / "a.json", data=tiny_mnist, progress=False)
+    train(small(eps=math.inf), tmp_path / "mnist" / "b.json", data=tiny_mnist, progress=False)
+    table = runs.collect(tmp_path).set_index("eps")
+    assert table.loc[1.0, "paper_accuracy"] == 99.37 and table.loc[math.inf, "paper_accuracy"] == 99.51
+    assert table.loc[1.0, "diff"] == round(table.loc[1.0, "test_accuracy"] - 99.37, 2)
+    assert table.loc[1.0, "certified_eps"] <= 1.0 and pd.isna(table.loc[math.inf, "rstar"])
+    assert (table["width_label"].str.startswith("reduced width")).all()
+    curves = runs.curves(tmp_path)
+    assert set(curves["step"]) == {6, 12}
