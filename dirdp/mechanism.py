@@ -50,8 +50,9 @@ def dirichlet_nll(
         log_g = _log_gamma_rsample(r * s + alpha, generator)
         # -log p~_y = log(1 + sum_{j != y} G_j / G_y), written as softplus so that a loss near
         # 0 (p~_y near 1) keeps its relative precision in float32
-        is_y = torch.nn.functional.one_hot(target.long(), log_g.shape[-1]).bool()
-        log_g_y = log_g.masked_fill(~is_y, 0.0).sum(-1)
+        y = target.long().unsqueeze(-1)
+        is_y = torch.zeros_like(log_g, dtype=torch.bool).scatter(-1, y, True)  # no host sync, unlike one_hot
+        log_g_y = log_g.gather(-1, y).squeeze(-1)
         log_rest = torch.logsumexp(log_g.masked_fill(is_y, float("-inf")), dim=-1)
         loss = torch.nn.functional.softplus(log_rest - log_g_y)
     if reduction == "none":

@@ -143,6 +143,8 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
     out.parent.mkdir(parents=True, exist_ok=True)
     ckpt_path = out.with_name(out.name + ".ckpt.pt")
     device = torch.device(cfg.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {cfg.device!r} asked for, but torch sees no CUDA device. Use --device cpu.")
     spec = get_spec(cfg.dataset)
     data = data if data is not None else load_data(cfg, data_root)
     train_split = data["train"]

@@ -73,3 +73,16 @@ def test_bench_prints_a_ratio_per_model():
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout.strip().splitlines()[-1])
     assert rows[0]["model"] == "resnet9" and rows[0]["batch"] == 70 and rows[0]["ratio"] > 0
+
+
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="a CUDA device is present")
+def test_train_on_missing_cuda_is_a_clear_error(tmp_path):
+    out = run("train", "--dataset", "mnist", "--eps", "1", "--device", "cuda", "--steps", "2",
+              "--out", str(tmp_path / "x.json"), "--data-root", str(tmp_path))
+    assert out.returncode == 2 and "no CUDA device" in out.stderr
+
+
+def test_train_without_data_names_the_files(tmp_path):
+    out = run("train", "--dataset", "fashionmnist", "--eps", "1", "--steps", "2",
+              "--out", str(tmp_path / "x.json"), "--data-root", str(tmp_path / "empty"))
+    assert out.returncode == 2 and "train-images-idx3-ubyte.gz" in out.stderr and "Traceback" not in out.stderr
