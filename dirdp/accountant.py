@@ -223,6 +223,8 @@ def rstar(
             raise RuntimeError(f"no r in (0, {alpha}) reaches eps={eps}; floor={floor.epsilon}")
     if hi == alpha:
         hi = math.nextafter(alpha, 0.0)
+        if gap(hi) <= 0:  # a budget so large that every representable r < alpha meets it
+            return hi
     root = optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)
     step = 1e-15
     while gap(root) > 0:  # Brent may land a hair above the crossing: step back below it

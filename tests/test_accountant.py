@@ -157,6 +157,11 @@ def test_rstar_never_overshoots_the_target_epsilon(alpha, q, steps, delta, slack
     assert acc.epsilon(r=r, alpha=alpha, q=q, steps=steps, delta=delta).epsilon <= eps
 
 
+def test_an_enormous_budget_returns_the_largest_r_below_alpha():
+    r = acc.rstar(eps=1e300, alpha=3.0, q=0.005, steps=10, delta=DELTA)
+    assert r == math.nextafter(3.0, 0.0)
+
+
 def test_floor_is_the_limit_of_h_and_infeasible_eps_names_it():
     p = PRESETS["cifar10"]
     floor = acc.epsilon_floor(alpha=3.0, q=p.q, steps=p.steps, delta=DELTA)
