@@ -188,15 +188,13 @@ def _load_medmnist(spec: DatasetSpec, root: Path, split: str, download: bool):
     import medmnist
 
     where = root / "medmnist"
+    fetch = not (where / "dermamnist.npz").exists()
+    if fetch and not download:
+        raise _missing(spec, root, None)
     try:
-        if not (where / "dermamnist.npz").exists():
-            if not download:
-                raise _missing(spec, root, None)
-            where.mkdir(parents=True, exist_ok=True)
-        ds = medmnist.DermaMNIST(split=split, root=str(where), download=download and not (where / "dermamnist.npz").exists())
-    except DatasetMissingError:
-        raise
-    except Exception as err:  # noqa: BLE001
+        where.mkdir(parents=True, exist_ok=True)
+        ds = medmnist.DermaMNIST(split=split, root=str(where), download=fetch)
+    except Exception as err:  # noqa: BLE001 - reported to the user with the files expected
         raise _missing(spec, root, err) from err
     return np.asarray(ds.imgs).transpose(0, 3, 1, 2), np.asarray(ds.labels).reshape(-1)
 

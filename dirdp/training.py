@@ -175,8 +175,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
                                f"checkpoint: {ckpt['identity']}\nthis run:   {cfg.identity()}")
         model.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
-        g_size.set_state(ckpt["g_size"])
-        g_dev.set_state(ckpt["g_dev"].to(g_dev.get_state().device) if hasattr(ckpt["g_dev"], "to") else ckpt["g_dev"])
+        # generator states are CPU byte tensors for CPU and CUDA generators alike; map_location moved them
+        g_size.set_state(ckpt["g_size"].cpu())
+        g_dev.set_state(ckpt["g_dev"].cpu())
         state = ckpt["state"]
 
     def checkpoint():
