@@ -1,15 +1,21 @@
 """dirdp: every table and figure of Rao et al. (2026) that this artifact regenerates.
 
-    snakemake --cores all --resources gpu=1                             # paper profile (default)
-    snakemake --cores all --resources gpu=1 --configfile config/quick.yaml   # CPU-only machine
+    snakemake --cores all --resources gpu=1                                   # paper profile (default, GPU)
+    snakemake --cores all --resources gpu=1 --configfile config/quick.yaml    # CPU-only machine, minutes
+    snakemake --cores all --configfile config/cpu.yaml                        # paper protocol, reduced width
+    snakemake --profile profiles/slurm                                        # paper profile on a SLURM cluster
 
-Each rule executes one parameterized notebook with papermill into results/notebooks/, writes
-its log to results/logs/, and its tables (with provenance) to results/ and figures to figures/.
+Each training run is one job (``python -m dirdp train``) writing results/runs/<profile>/<dataset>/<tag>.json;
+rerunning after an interruption redoes only missing runs, and a half-finished run resumes from its
+checkpoint. Each table or figure is one parameterized notebook, executed by papermill into
+results/notebooks/ (log in results/logs/), writing results/<object>.csv and figures/<stem>.{png,pdf}.
+results/README.md indexes them all. ``--config 'datasets=[mnist,fashionmnist]'`` restricts the DAG.
 """
 
-import glob
 import json
 import sys
+
+from dirdp.experiments import OBJECTS, Profile, missing_data_message
 
 configfile: "config/paper.yaml"
 
@@ -18,25 +24,98 @@ NB = "results/notebooks"
 LOGS = "results/logs"
 CORE = ["dirdp/accountant.py", "dirdp/mechanism.py", "dirdp/theory.py", "dirdp/presets.py", "dirdp/paper.py",
         "dirdp/tables.py", "dirdp/provenance.py"]
+REPORT = ["dirdp/report.py", "dirdp/experiments.py", "dirdp/paper.py", "dirdp/paper_accuracy.csv"]
+
+PROFILE = Profile.from_config(config)
+RUNS = PROFILE.all_runs()  # result path -> Run
+TRAINING = PROFILE.training
+ON_GPU = str(TRAINING.get("device", "cpu")).startswith("cuda")
+PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "training", "grids", "methods")}
+
+_missing = PROFILE.missing_data(config.get("data_root"))
+if _missing and RUNS:
+    sys.exit("dirdp: " + missing_data_message(_missing, PROFILE.name))
 
 
-def papermill(name, params):
+def papermill(name, params, *, out=None):
     """Shell command running notebooks/<name>.ipynb with papermill, parameters given as JSON."""
-    return (f"{PY} -m papermill --no-progress-bar notebooks/{name}.ipynb {NB}/{name}.ipynb "
-            f"-p results_dir results -p figures_dir figures -y '{json.dumps(params)}' > {LOGS}/{name}.log 2>&1")
+    return (f"{PY} -m papermill --no-progress-bar notebooks/{name}.ipynb {NB}/{out or name}.ipynb "
+            f"-p results_dir results -p figures_dir figures -y '{json.dumps(params)}' > {LOGS}/{out or name}.log 2>&1")
+
+
+def object_outputs(name):
+    obj = OBJECTS[name]
+    stem = obj.figures[0] if obj.figures else name
+    return [f"results/{name}.csv", f"figures/{stem}.png", f"figures/{stem}.pdf", f"{NB}/{name}.ipynb"]
+
+
+OBJECT_TARGETS = [f for name in OBJECTS for f in object_outputs(name)]
+FIXED_TARGETS = ["results/table6.csv", "results/table7.csv", "figures/h_of_r.pdf", "results/theorem11_mc.csv",
+                 "figures/theorem11_kappa_variance.pdf", f"{NB}/explore_kappa.ipynb", "results/runs_summary.csv",
+                 "figures/runs_accuracy_curves.pdf"]
 
 
 rule all:
-    """Every object this profile regenerates."""
+    """Every object of the paper: its table, figure and executed notebook, and the index."""
     input:
+        FIXED_TARGETS,
+        OBJECT_TARGETS,
+        "results/README.md",
+
+
+rule train:
+    """One training run of the profile (Algorithm 1 or a baseline): result JSON with provenance,
+    model weights beside it; resumes from <json>.ckpt.pt when a previous attempt was interrupted."""
+    output:
+        "results/runs/{profile}/{dataset}/{tag}.json",
+    log:
+        f"{LOGS}/runs/{{profile}}/{{dataset}}/{{tag}}.log",
+    wildcard_constraints:
+        profile=PROFILE.name,
+        tag=r"[A-Za-z0-9_.\-]+",
+    threads: int(TRAINING.get("threads", 1))
+    resources:
+        gpu=1 if ON_GPU else 0,
+    params:
+        args=lambda wc, output: " ".join(PROFILE.train_args(RUNS[output[0]])),
+    shell:
+        "{PY} -m dirdp train {params.args} --threads {threads} --out {output} > {log} 2>&1"
+
+
+for _name in OBJECTS:
+
+    rule:
+        """One table or figure of the paper from its runs, beside the paper's printed values."""
+        name:
+            _name
+        input:
+            f"notebooks/{_name}.ipynb",
+            REPORT,
+            [r.path(PROFILE.name) for r in PROFILE.runs(_name)],
+        output:
+            object_outputs(_name),
+        log:
+            f"{LOGS}/{_name}.log",
+        params:
+            cmd=papermill(_name, {"object_name": _name, "config": PROFILE_PARAM, "runs_root": "results/runs"}),
+        shell:
+            "{params.cmd}"
+
+
+rule index:
+    """results/README.md: every object, the command that makes it, ours vs the paper, a status."""
+    input:
+        [f"results/{name}.csv" for name in OBJECTS],
         "results/table6.csv",
         "results/table7.csv",
-        "figures/h_of_r.pdf",
         "results/theorem11_mc.csv",
-        "figures/theorem11_kappa_variance.pdf",
-        f"{NB}/explore_kappa.ipynb",
-        "results/runs_summary.csv",
-        "figures/runs_accuracy_curves.pdf",
+        "dirdp/index.py",
+    output:
+        "results/README.md",
+    params:
+        profile=PROFILE.name,
+    shell:
+        "{PY} -m dirdp index --results results --profile {params.profile} --out {output}"
 
 
 rule table6_table7_rstar:
@@ -94,13 +173,13 @@ rule explore_kappa:
 
 
 rule runs_summary:
-    """Every training run committed under results/runs/ (python -m dirdp train), beside the
-    paper's accuracy for its cell, width always shown; accuracy curves."""
+    """Every run of this profile, one row each, beside the paper's accuracy for its cell (width
+    always shown); accuracy curves during training."""
     input:
         "notebooks/runs_summary.ipynb",
         "dirdp/runs.py",
         "dirdp/paper.py",
-        sorted(glob.glob("results/runs/**/*.json", recursive=True)),
+        sorted(RUNS),
     output:
         "results/runs_summary.csv",
         "figures/runs_accuracy_curves.png",
@@ -109,6 +188,6 @@ rule runs_summary:
     log:
         f"{LOGS}/runs_summary.log",
     params:
-        cmd=papermill("runs_summary", {"runs_dir": "results/runs"}),
+        cmd=papermill("runs_summary", {"runs_dir": f"results/runs/{PROFILE.name}"}),
     shell:
         "{params.cmd}"

@@ -66,6 +66,7 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
     d.add_argument("--eval-every", type=int, default=500)
     d.add_argument("--log-every", type=int, default=50)
     d.add_argument("--checkpoint-every", type=int, default=200)
+    d.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
     d.add_argument("--data-root", help="data folder (default: $DIRDP_DATA, else ./data)")
     d.add_argument("--no-progress", action="store_true")
     d.add_argument("--force", action="store_true", help="run again even if --out exists")
@@ -80,6 +81,10 @@ def _train(args) -> int:
     if Path(args.out).exists() and not args.force:
         print(f"{args.out} exists: nothing to do (use --force to run again).", file=sys.stderr)
         return 0
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
         cfg = make_config(args.dataset, args.eps, args.seed, steps=args.steps, q=args.q, alpha=args.alpha,
                           delta=args.delta, lr=args.lr, optimizer=args.optimizer, model=args.model, width=args.width,
@@ -97,7 +102,7 @@ def _train(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m dirdp", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p_r = sub.add_parser("rstar", help="r* of Eq. (1) for a target epsilon")
@@ -108,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     _add_protocol_flags(p_e)
     p_t = sub.add_parser("train", help="one run of Algorithm 1 (a table cell), with checkpoints and provenance")
     _add_train_flags(p_t)
+    p_i = sub.add_parser("index", help="write results/README.md: every paper object, its command, ours vs paper")
+    p_i.add_argument("--results", default="results")
+    p_i.add_argument("--profile", required=True, help="the profile the DAG ran (config/<profile>.yaml)")
+    p_i.add_argument("--out", default="results/README.md")
     p_b = sub.add_parser("bench", help="per-step time of non-private training vs Algorithm 1, per model")
     p_b.add_argument("--models", nargs="+", default=["inception", "resnet18", "resnet9"],
                      choices=["inception", "resnet18", "resnet9"])
@@ -117,9 +126,18 @@ def main(argv: list[str] | None = None) -> int:
     p_b.add_argument("--bf16", action="store_true")
     p_b.add_argument("--channels-last", action="store_true")
     p_b.add_argument("--json", action="store_true", help="also print the rows as one JSON list")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "train":
         return _train(args)
+    if args.command == "index":
+        from dirdp.index import write_index
+
+        print(write_index(results=args.results, profile=args.profile, out=args.out))
+        return 0
     if args.command == "bench":
         from dirdp import bench
 

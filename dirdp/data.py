@@ -103,6 +103,20 @@ def _missing(spec: DatasetSpec, root: Path, cause: BaseException | None) -> Data
     )
 
 
+def missing_files(name: str, root: str | os.PathLike | None = None) -> list[Path]:
+    """The files of data set ``name`` that are not under the data root (an IDX file counts as
+    present gzip-compressed or not). Empty when the data set can be loaded offline."""
+    spec = get_spec(name)
+    root = data_root(root)
+    missing = []
+    for rel in spec.files:
+        path = root / rel
+        alternatives = (path, path.with_suffix("")) if path.suffix == ".gz" else (path,)
+        if not any(p.exists() for p in alternatives):
+            missing.append(path)
+    return missing
+
+
 def read_idx(path: str | os.PathLike) -> np.ndarray:
     """An IDX file (LeCun's MNIST format), gzip-compressed or not, as a numpy array."""
     path = Path(path)

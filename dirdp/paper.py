@@ -4,6 +4,10 @@ These numbers are the paper's, never ours: every table that shows them labels th
 and puts our recomputed value and the difference beside them.
 """
 
+from pathlib import Path
+
+import pandas as pd
+
 # Table 6 (Appendix C.1): r* for CIFAR10/ResNet-18, eps = 1, delta = 1e-5, q = 250/50000, T = 20000.
 TABLE6_RSTAR: dict[float, float] = {0.1: 0.0087, 0.3: 0.0260, 0.5: 0.0433, 1.0: 0.0864, 2.0: 0.1580, 3.0: 0.2349}
 
@@ -17,11 +21,15 @@ TABLE7_RSTAR: dict[str, dict[float, float]] = {
     "fashionmnist": {0.5: 0.136, 1.0: 0.277, 2.0: 0.472, 4.0: 0.711},
 }
 
-# Test accuracy (%) of "This work" as (mean, std over 5 seeds); eps = inf has no std printed.
-# Table 2 (MNIST, simplified Inception) and Table 4 (FashionMNIST, simplified Inception).
-ACCURACY: dict[str, dict[float, tuple[float, float | None]]] = {
-    "mnist": {0.5: (99.28, 0.072), 1.0: (99.37, 0.059), 2.0: (99.40, 0.058), 4.0: (99.44, 0.038),
-              float("inf"): (99.51, None)},
-    "fashionmnist": {0.5: (81.02, 5.91), 1.0: (86.35, 3.79), 2.0: (91.13, 0.18), 4.0: (91.69, 0.14),
-                     float("inf"): (93.13, None)},
-}
+_ACCURACY_CSV = Path(__file__).with_name("paper_accuracy.csv")
+
+
+def accuracy(obj: str | None = None) -> pd.DataFrame:
+    """Accuracies (%) printed in Tables 1-5 and 8-10 (``paper_accuracy.csv``), optionally for one
+    paper object. label "paper": runs the paper's authors made (Algorithm 1, and their own DP-SGD
+    baseline with Opacus in Tables 4-5); label "paper, cited": numbers the paper quotes from other
+    work, at the eps they were reported at (``eps_reported``) when that differs from the column.
+    eps = inf is the non-private column; a printed std is one std over the paper's 5 seeds."""
+    df = pd.read_csv(_ACCURACY_CSV, comment="#")
+    df["eps"] = df.eps.map(float)
+    return df if obj is None else df[df.object == obj].reset_index(drop=True)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,7 +194,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         from tqdm.auto import tqdm
 
         label = f"{cfg.dataset} eps={cfg.eps:g}" + (f" r*={r:.4f}" if r else "") + f" w={cfg.width:g}"
-        bar = tqdm(total=cfg.steps, initial=state["step"], desc=label, unit="step", dynamic_ncols=True)
+        # in a terminal: live; in a log file (DAG jobs): one line every 30 s
+        bar = tqdm(total=cfg.steps, initial=state["step"], desc=label, unit="step", dynamic_ncols=True,
+                   mininterval=0.1 if sys.stderr.isatty() else 30.0)
     for step in range(state["step"], cfg.steps):
         idx = poisson_sample(n, cfg.q, size_generator=g_size, index_generator=g_dev, device=device)
         if idx.numel() == 0:

@@ -1,0 +1,226 @@
+"""The paper's tables and figures as grids of training runs, and the profiles that scale them.
+
+Each :class:`PaperObject` names the runs a table or figure of Section 4 / the appendices needs
+(data set, method, eps grid, seeds, and what else varies: q for Table 9, (alpha, gamma) for
+Figure 2, the optimizer for Table 10). A *profile* (``config/<name>.yaml``) says how those runs
+are executed here:
+
+- ``paper``: the full protocol of Section 4.1.2 at full width, 5 seeds (10 for Figure 2);
+- ``cpu``: the paper's privacy protocol (q, T, alpha, lr, eps) with a reduced model width;
+- ``quick``: minutes on 2 CPU cores: one seed, fewer steps on a training subset, reduced grids.
+  r* is recomputed for whatever q and T actually run, so every reported epsilon is true.
+
+One run is one result JSON at ``results/runs/<profile>/<dataset>/<tag>.json``; the Snakefile
+makes one job per run and one notebook job per object.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from dirdp import data as dirdp_data
+
+INF = math.inf
+
+# method key (CLI --method, file names) -> the name tables and figures print
+METHODS: dict[str, str] = {"alg1": "Algorithm 1"}
+
+
+def _eps(value) -> float:
+    """An eps from YAML/JSON/CLI: a number or 'inf'."""
+    return INF if str(value).lower() in ("inf", ".inf", "infinity") else float(value)
+
+
+def fmt(x: float) -> str:
+    """A number as it appears in file names and labels: 1, 0.5, 7.42, inf."""
+    return "inf" if math.isinf(x) else f"{x:g}"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training run: the data set's protocol (Section 4.1.2) plus what this run varies."""
+
+    dataset: str
+    eps: float
+    seed: int
+    method: str = "alg1"
+    optimizer: str | None = None  # None: SGD
+    q: float | None = None  # None: the data set's (or the profile's) q
+    alpha: float | None = None  # None: 3
+    lr: float | None = None  # None: the data set's gamma
+
+    @property
+    def tag(self) -> str:
+        parts = [self.method]
+        if self.optimizer:
+            parts.append(self.optimizer)
+        for key in ("q", "alpha", "lr"):
+            if getattr(self, key) is not None:
+                parts.append(f"{key}{fmt(getattr(self, key))}")
+        return "_".join(parts + [f"eps{fmt(self.eps)}", f"seed{self.seed}"])
+
+    def path(self, profile: str, root: str = "results/runs") -> str:
+        return f"{root}/{profile}/{self.dataset}/{self.tag}.json"
+
+
+@dataclass(frozen=True)
+class PaperObject:
+    """A table or figure of the paper whose numbers come from training runs."""
+
+    name: str  # notebook and output stem
+    title: str  # e.g. "Table 2" or "Figure 1b"
+    dataset: str
+    caption: str
+    eps: tuple[float, ...] = ()
+    seeds: int = 5
+    metric: str = "test"  # or "val" (Table 8)
+    axis: str = "eps"  # what the table varies: eps, q (Table 9) or lr (Figure 2)
+    optimizer: str | None = None
+    q_grid: tuple[float, ...] = ()
+    alpha_lr: tuple[tuple[float, tuple[float, ...]], ...] = ()
+    figures: tuple[str, ...] = ()  # figure stems this object's notebook also writes
+    paper_object: str | None = None  # whose printed values to compare with (default: itself)
+
+    def runs(self, *, seeds: int | None = None, eps: tuple[float, ...] | None = None,
+             q_grid: tuple[float, ...] | None = None, alpha_lr=None, methods: tuple[str, ...] = ("alg1",)) -> list[Run]:
+        """The runs of this object, with a profile's reductions of its grid (None = the paper's)."""
+        n = self.seeds if seeds is None else seeds
+        eps = self.eps if eps is None else tuple(eps)
+        out = []
+        for seed in range(n):
+            if self.axis == "q":
+                out += [Run(self.dataset, e, seed, q=q) for e in eps for q in (self.q_grid if q_grid is None else q_grid)]
+            elif self.axis == "lr":
+                grid = self.alpha_lr if alpha_lr is None else alpha_lr
+                out += [Run(self.dataset, e, seed, alpha=a, lr=lr) for e in eps for a, lrs in grid for lr in lrs]
+            else:
+                out += [Run(self.dataset, e, seed, method=m, optimizer=self.optimizer) for m in methods for e in eps]
+        return out
+
+
+_LR_SMALL = (0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0)
+_LR_MID = (0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+_LR_LARGE = (0.1, 0.2, 0.5, 0.75, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0)
+
+OBJECTS: dict[str, PaperObject] = {o.name: o for o in [
+    PaperObject("table1_cifar10", "Table 1", "cifar10", "Test accuracy (%) on CIFAR10, ResNet-18, delta = 1e-5",
+                eps=(1, 2, 4, 6, 8, INF)),
+    PaperObject("fig1b_cifar10_accuracy_vs_eps", "Figure 1b", "cifar10",
+                "CIFAR10 test accuracy against eps: Algorithm 1 beside DP-SGD (De et al.) and Monir and Ghinita",
+                eps=(1, 2, 4, 6, 8, INF), paper_object="table1_cifar10"),
+    PaperObject("fig2_learning_rate_vs_alpha", "Figure 2", "cifar10",
+                "CIFAR10 test accuracy at eps = 1 against gamma (left) and gamma_eff = gamma kappa at s_y = 0.9 (right)",
+                eps=(1,), seeds=10, axis="lr",
+                alpha_lr=tuple((a, _LR_SMALL) for a in (0.1, 0.2, 0.3, 0.5))
+                + tuple((a, _LR_MID) for a in (1.0, 2.0, 3.0)) + tuple((a, _LR_LARGE) for a in (5.0, 10.0))),
+    PaperObject("table2_mnist", "Table 2", "mnist", "Test accuracy (%) on MNIST, simplified Inception, delta = 1e-5",
+                eps=(0.5, 1, 2, 4, INF)),
+    PaperObject("table3_dermamnist", "Table 3", "dermamnist", "Test accuracy (%) on DermaMNIST, ResNet-9, delta = 1e-5",
+                eps=(1, 4, 7.42, INF)),
+    PaperObject("table8_dermamnist_val", "Table 8", "dermamnist",
+                "Validation accuracy (%) on DermaMNIST, ResNet-9, delta = 1e-5 (the runs of Table 3)",
+                eps=(1, 4, 7.42, INF), metric="val"),
+    PaperObject("table4_fashionmnist", "Table 4", "fashionmnist",
+                "Test accuracy (%) on FashionMNIST, simplified Inception, delta = 1e-5", eps=(0.5, 1, 2, 4, INF),
+                figures=("fig3a_fashionmnist",)),
+    PaperObject("table5_svhn", "Table 5", "svhn", "Test accuracy (%) on SVHN, ResNet-18, delta = 1e-5",
+                eps=(1, 2, 3, 4, 6, 8, INF), figures=("fig3b_svhn",)),
+    PaperObject("table9_sampling_rate", "Table 9", "cifar10",
+                "Test accuracy (%) on CIFAR10 at (4, 1e-5)-DP against the sampling rate q, T = 20000",
+                eps=(4,), axis="q", q_grid=(0.001, 0.01, 0.02, 0.04)),
+    PaperObject("table10_adam", "Table 10", "cifar10", "Test accuracy (%) on CIFAR10 with Adam (lr 0.001)",
+                eps=(1, 2, 3, 4, 6, 8, INF), optimizer="adam"),
+]}
+
+
+def get_object(name: str) -> PaperObject:
+    try:
+        return OBJECTS[name]
+    except KeyError:
+        raise KeyError(f"unknown paper object {name!r}. Known: {', '.join(OBJECTS)}.") from None
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How this machine runs the paper's grids (one ``config/<name>.yaml``)."""
+
+    name: str
+    objects: tuple[str, ...]  # objects whose runs this profile trains
+    datasets: tuple[str, ...]  # restriction (``--config datasets=[...]``)
+    training: dict = field(default_factory=dict)  # width, steps, train_subset, q, device, eval_every, ...
+    grids: dict = field(default_factory=dict)  # object -> {eps: [...], seeds: n, q_grid: [...], alpha_lr: ...}
+    methods: tuple[str, ...] = ("alg1",)
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Profile":
+        """From a Snakemake config dict (a profile YAML, plus any ``--config`` overrides)."""
+        objects = tuple(config.get("objects") or OBJECTS)
+        for o in objects:
+            get_object(o)
+        datasets = tuple(config.get("datasets") or sorted({OBJECTS[o].dataset for o in objects}))
+        for d in datasets:
+            dirdp_data.get_spec(d)
+        return cls(name=config["profile"], objects=objects, datasets=datasets,
+                   training=dict(config.get("training") or {}), grids=dict(config.get("grids") or {}),
+                   methods=tuple(config.get("methods") or ("alg1",)))
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Profile":
+        return cls.from_config(yaml.safe_load(Path(path).read_text()))
+
+    def active(self) -> list[str]:
+        """The objects this profile trains and aggregates, after the data-set restriction."""
+        return [o for o in self.objects if OBJECTS[o].dataset in self.datasets]
+
+    def runs(self, name: str) -> list[Run]:
+        """The runs object ``name`` needs in this profile ([] if the profile leaves it out)."""
+        if name not in self.active():
+            return []
+        g = self.grids.get(name) or {}
+        alpha_lr = g.get("alpha_lr")
+        if alpha_lr is not None:
+            alpha_lr = tuple((float(a), tuple(float(x) for x in lrs)) for a, lrs in alpha_lr)
+        eps = g.get("eps")
+        return get_object(name).runs(
+            seeds=g.get("seeds", self.training.get("seeds")),
+            eps=None if eps is None else tuple(_eps(e) for e in eps),
+            q_grid=None if g.get("q_grid") is None else tuple(float(q) for q in g["q_grid"]),
+            alpha_lr=alpha_lr, methods=self.methods)
+
+    def all_runs(self) -> dict[str, Run]:
+        """Every run of the profile, keyed by its result path (runs shared by objects appear once)."""
+        return {r.path(self.name): r for o in self.active() for r in self.runs(o)}
+
+    def train_args(self, run: Run) -> list[str]:
+        """``python -m dirdp train`` arguments (without --out) for ``run`` in this profile."""
+        t = self.training
+        args = ["--dataset", run.dataset, "--eps", fmt(run.eps), "--seed", str(run.seed)]
+        q = run.q if run.q is not None else t.get("q")
+        for flag, value in [("--optimizer", run.optimizer), ("--q", q), ("--alpha", run.alpha), ("--lr", run.lr),
+                            ("--width", t.get("width")), ("--steps", t.get("steps")),
+                            ("--train-subset", t.get("train_subset")), ("--device", t.get("device")),
+                            ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
+            if value is not None:
+                args += [flag, str(value)]
+        return args
+
+    def missing_data(self, root=None) -> dict[str, list[Path]]:
+        """Data sets this profile needs that are not on disk: name -> files expected."""
+        needed = sorted({OBJECTS[o].dataset for o in self.active()})
+        return {d: m for d in needed if (m := dirdp_data.missing_files(d, root))}
+
+
+def missing_data_message(missing: dict[str, list[Path]], profile: str) -> str:
+    """One message for every missing data set, with the files expected and how to go on."""
+    lines = [f"The '{profile}' profile needs data sets that are not on disk: {', '.join(missing)}."]
+    for name, files in missing.items():
+        spec = dirdp_data.get_spec(name)
+        lines.append(f"\n{name}: expected\n" + "\n".join(f"  {f}" for f in files))
+        lines.append(f"  fetch on a machine with network access: {spec.fetch.replace('<root>', str(dirdp_data.data_root()))}")
+    lines.append("\nPut the files there (or point $DIRDP_DATA at a folder that has them), or restrict the DAG to the "
+                 "data sets you have, e.g. --config 'datasets=[mnist,fashionmnist]'.")
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""Paper objects, profiles and the tables beside the paper (dirdp.experiments, dirdp.report, dirdp.paper)."""
+
+import math
+
+import pytest
+
+from dirdp import paper, report
+from dirdp.experiments import OBJECTS, Profile, Run, get_object
+from dirdp.presets import get_preset
+from dirdp.training import make_config
+
+PROFILES = ["paper", "cpu", "quick", "smoke"]
+
+
+def test_printed_this_work_cells_are_exactly_each_objects_grid():
+    for obj in OBJECTS.values():
+        if obj.axis == "lr":
+            assert paper.accuracy(obj.name).empty  # Figure 2 prints no numbers
+            continue
+        printed = paper.accuracy(obj.paper_object or obj.name)
+        mine = printed[(printed.label == "paper") & (printed.method == "Algorithm 1")]
+        if obj.axis == "q":
+            assert sorted(mine.q) == sorted(obj.q_grid) and set(mine.eps) == set(obj.eps)
+        else:
+            assert sorted(mine.eps) == sorted(obj.eps), obj.name
+        assert mine["std"].isna().tolist() == [math.isinf(e) for e in mine.eps]  # no std printed at eps = inf
+
+
+def test_cited_numbers_are_labelled_and_never_this_work():
+    acc = paper.accuracy()
+    assert set(acc.label) == {"paper", "paper, cited"}
+    cited = acc[acc.label == "paper, cited"]
+    assert not cited.source.str.startswith("This work").any()
+    assert acc[acc.label == "paper"].source.str.startswith("This work").all()
+
+
+def test_run_tags_are_unique_and_name_what_varies():
+    runs = Profile.load("config/paper.yaml").all_runs()
+    assert len(runs) == len({r.tag + r.dataset for r in runs.values()})
+    assert Run("cifar10", 4.0, 2, q=0.01).tag == "alg1_q0.01_eps4_seed2"
+    assert Run("cifar10", math.inf, 0, optimizer="adam").tag == "alg1_adam_epsinf_seed0"
+    assert Run("cifar10", 1.0, 9, alpha=0.1, lr=0.025).tag == "alg1_alpha0.1_lr0.025_eps1_seed9"
+
+
+def test_paper_profile_is_the_papers_grid():
+    prof = Profile.load("config/paper.yaml")
+    assert len(prof.runs("table2_mnist")) == 25 and len(prof.runs("fig2_learning_rate_vs_alpha")) == 105 * 10
+    assert prof.runs("table1_cifar10") == prof.runs("fig1b_cifar10_accuracy_vs_eps")
+    assert {r.q for r in prof.runs("table9_sampling_rate")} == {0.001, 0.01, 0.02, 0.04}
+    assert {r.optimizer for r in prof.runs("table10_adam")} == {"adam"}
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_profile_train_args_give_the_protocol_with_only_the_profiles_changes(name):
+    from dirdp.__main__ import build_parser
+
+    prof = Profile.load(f"config/{name}.yaml")
+    for path, run in list(prof.all_runs().items())[:40]:
+        args = build_parser().parse_args(["train", *prof.train_args(run), "--out", path])
+        cfg = make_config(args.dataset, args.eps, args.seed, steps=args.steps, q=args.q, alpha=args.alpha,
+                          lr=args.lr, optimizer=args.optimizer, width=args.width, train_subset=args.train_subset)
+        preset = get_preset(run.dataset)
+        t = prof.training
+        assert cfg.steps == t.get("steps", preset.steps) and cfg.width == t.get("width", 1.0)
+        assert cfg.q == run.q if run.q is not None else cfg.q == t.get("q", preset.q)
+        assert cfg.alpha == (run.alpha or 3.0) and cfg.train_subset == t.get("train_subset")
+        assert cfg.eps == run.eps and cfg.seed == run.seed
+
+
+def test_cpu_profile_keeps_the_papers_privacy_protocol():
+    prof = Profile.load("config/cpu.yaml")
+    for run in prof.all_runs().values():
+        args = prof.train_args(run)
+        assert "--steps" not in args and "--q" not in args and "--train-subset" not in args
+        assert args[args.index("--width") + 1] == "0.25"
+
+
+def test_status_rules():
+    row = dict(paper=99.37, paper_std=0.059, diff=-0.31)
+    assert report._status(row, reduced_width=True, reduced_protocol=False) == "differs (reduced width)"
+    assert report._status(dict(row, diff=0.1), reduced_width=False, reduced_protocol=False) == "within the paper's spread"
+    assert report._status(dict(row, paper_std=None), reduced_width=False, reduced_protocol=False) == "no spread printed"
+    assert report._status(row, reduced_width=False, reduced_protocol=True) == "not comparable (reduced protocol)"
+
+
+def test_object_table_without_runs_shows_the_paper_and_says_why(tmp_path):
+    prof = Profile.load("config/cpu.yaml")
+    table = report.object_table(get_object("table5_svhn"), prof, runs_root=str(tmp_path))
+    mine = table[table.method == "Algorithm 1"]
+    assert len(mine) == 7 and mine["mean"].isna().all()
+    assert mine.status.str.startswith("not run here (not in the 'cpu' profile").all()
+    table2 = report.object_table(get_object("table2_mnist"), prof, runs_root=str(tmp_path))
+    status = dict(zip(table2[table2.method == "Algorithm 1"].eps, table2[table2.method == "Algorithm 1"].status))
+    assert status[1.0] == "not run here (result file missing: run the DAG)"
+    assert status[0.5] == "not run here (not in the 'cpu' profile's grid)"
