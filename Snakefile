@@ -30,7 +30,7 @@ PROFILE = Profile.from_config(config)
 RUNS = PROFILE.all_runs()  # result path -> Run
 TRAINING = PROFILE.training
 ON_GPU = str(TRAINING.get("device", "cpu")).startswith("cuda")
-PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "training", "grids", "methods")}
+PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "training", "grids")}
 
 _missing = PROFILE.missing_data(config.get("data_root"))
 if _missing and RUNS:

@@ -48,6 +48,10 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eps", type=_eps, required=True, help="target epsilon, or 'inf' for the non-private column")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", required=True, help="result JSON (checkpoint beside it, as <out>.ckpt.pt)")
+    p.add_argument("--method", default="alg1", choices=["alg1", "dpsgd", "tempered", "latent"],
+                   help="alg1: Algorithm 1; dpsgd: DP-SGD with Opacus (C=1, sigma calibrated to eps by its RDP "
+                        "accountant); tempered: DP-SGD on the tempered-sigmoid CNN of Papernot et al.; latent: "
+                        "LATENT local DP (its eps is per record, a different guarantee)")
     g = p.add_argument_group("overrides of the paper's protocol (r* is recomputed for what actually runs)")
     g.add_argument("--steps", type=int, help="T")
     g.add_argument("--q", type=float, help="Poisson sampling rate")
@@ -56,6 +60,7 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--lr", type=float)
     g.add_argument("--optimizer", choices=["sgd", "adam"])
     g.add_argument("--model", help="inception, resnet18, resnet9 or papernot_cnn")
+    g.add_argument("--max-grad-norm", type=float, help="DP-SGD clipping norm C (default 1.0)")
     g.add_argument("--width", type=float, help="channel-width multiplier (1 = the paper's model)")
     g.add_argument("--train-subset", type=int, help="train on a seeded random subset of this size")
     g.add_argument("--no-augment", dest="augment", action="store_const", const=False, help="no CIFAR-10 augmentation")
@@ -86,7 +91,8 @@ def _train(args) -> int:
 
         torch.set_num_threads(args.threads)
     try:
-        cfg = make_config(args.dataset, args.eps, args.seed, steps=args.steps, q=args.q, alpha=args.alpha,
+        cfg = make_config(args.dataset, args.eps, args.seed, method=args.method, max_grad_norm=args.max_grad_norm,
+                          steps=args.steps, q=args.q, alpha=args.alpha,
                           delta=args.delta, lr=args.lr, optimizer=args.optimizer, model=args.model, width=args.width,
                           train_subset=args.train_subset, augment=args.augment, device=args.device, bf16=args.bf16,
                           channels_last=args.channels_last, eval_every=args.eval_every, log_every=args.log_every,
@@ -95,9 +101,18 @@ def _train(args) -> int:
     except (ValueError, DatasetMissingError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    eps = "inf" if result["rstar"] is None else f"{result['epsilon']:.4f} (order {result['epsilon_order']})"
-    print(f"{cfg.dataset} eps={cfg.eps:g} seed={cfg.seed} [{result['width_label']}]: test accuracy "
-          f"{result['test_accuracy']:.2f}%, r*={result['rstar']}, certified eps={eps}, "
+    if cfg.method == "latent":
+        eps = (f"{result['epsilon']:g} claimed (local DP per record); exact LDP epsilon of the release "
+               f"{result['eps_ldp_worst_case']:.4g}")
+    elif result.get("noise_multiplier") is not None:
+        eps = (f"{result['epsilon']:.4f} (Opacus RDP; PRV {result['epsilon_prv']:.4f}), "
+               f"sigma={result['noise_multiplier']:.4f}")
+    elif result["rstar"] is not None:
+        eps = f"{result['epsilon']:.4f} (Theorem 10, order {result['epsilon_order']}), r*={result['rstar']:.6f}"
+    else:
+        eps = "inf"
+    print(f"{cfg.method} {cfg.dataset} eps={cfg.eps:g} seed={cfg.seed} [{result['width_label']}]: test accuracy "
+          f"{result['test_accuracy']:.2f}%, certified eps={eps}, "
           f"{result['wall_time_s']:.0f} s ({result['steps_per_s']:.2f} steps/s) -> {args.out}")
     return 0
 
@@ -125,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_b.add_argument("--device", default="cpu")
     p_b.add_argument("--bf16", action="store_true")
     p_b.add_argument("--channels-last", action="store_true")
+    p_b.add_argument("--baselines", action="store_true",
+                     help="also DP-SGD (Opacus) vs Algorithm 1 on the same GroupNorm model, and the tempered-sigmoid CNN")
     p_b.add_argument("--json", action="store_true", help="also print the rows as one JSON list")
     return parser
 
@@ -142,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         from dirdp import bench
 
         rows = bench.main(args.models, width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
+                          baselines=args.baselines,
                           channels_last=args.channels_last)
         if args.json:
             print(json.dumps(rows))

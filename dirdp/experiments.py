@@ -27,7 +27,8 @@ from dirdp import data as dirdp_data
 INF = math.inf
 
 # method key (CLI --method, file names) -> the name tables and figures print
-METHODS: dict[str, str] = {"alg1": "Algorithm 1"}
+METHODS: dict[str, str] = {"alg1": "Algorithm 1", "dpsgd": "DP-SGD", "tempered": "Tempered sigmoid DP-SGD",
+                           "latent": "LATENT"}
 
 
 def _eps(value) -> float:
@@ -84,12 +85,14 @@ class PaperObject:
     alpha_lr: tuple[tuple[float, tuple[float, ...]], ...] = ()
     figures: tuple[str, ...] = ()  # figure stems this object's notebook also writes
     paper_object: str | None = None  # whose printed values to compare with (default: itself)
+    baselines: tuple[tuple[str, tuple[float, ...]], ...] = ()  # (method, eps grid) run here beside Algorithm 1
 
     def runs(self, *, seeds: int | None = None, eps: tuple[float, ...] | None = None,
-             q_grid: tuple[float, ...] | None = None, alpha_lr=None, methods: tuple[str, ...] = ("alg1",)) -> list[Run]:
+             q_grid: tuple[float, ...] | None = None, alpha_lr=None, baselines=None) -> list[Run]:
         """The runs of this object, with a profile's reductions of its grid (None = the paper's)."""
         n = self.seeds if seeds is None else seeds
         eps = self.eps if eps is None else tuple(eps)
+        baselines = self.baselines if baselines is None else baselines
         out = []
         for seed in range(n):
             if self.axis == "q":
@@ -98,7 +101,8 @@ class PaperObject:
                 grid = self.alpha_lr if alpha_lr is None else alpha_lr
                 out += [Run(self.dataset, e, seed, alpha=a, lr=lr) for e in eps for a, lrs in grid for lr in lrs]
             else:
-                out += [Run(self.dataset, e, seed, method=m, optimizer=self.optimizer) for m in methods for e in eps]
+                out += [Run(self.dataset, e, seed, optimizer=self.optimizer) for e in eps]
+                out += [Run(self.dataset, e, seed, method=m) for m, grid in baselines for e in grid]
         return out
 
 
@@ -118,7 +122,7 @@ OBJECTS: dict[str, PaperObject] = {o.name: o for o in [
                 alpha_lr=tuple((a, _LR_SMALL) for a in (0.1, 0.2, 0.3, 0.5))
                 + tuple((a, _LR_MID) for a in (1.0, 2.0, 3.0)) + tuple((a, _LR_LARGE) for a in (5.0, 10.0))),
     PaperObject("table2_mnist", "Table 2", "mnist", "Test accuracy (%) on MNIST, simplified Inception, delta = 1e-5",
-                eps=(0.5, 1, 2, 4, INF)),
+                eps=(0.5, 1, 2, 4, INF), baselines=(("tempered", (0.5, 1, 2, 4)), ("latent", (0.5, 1, 2, 4)))),
     PaperObject("table3_dermamnist", "Table 3", "dermamnist", "Test accuracy (%) on DermaMNIST, ResNet-9, delta = 1e-5",
                 eps=(1, 4, 7.42, INF)),
     PaperObject("table8_dermamnist_val", "Table 8", "dermamnist",
@@ -126,9 +130,10 @@ OBJECTS: dict[str, PaperObject] = {o.name: o for o in [
                 eps=(1, 4, 7.42, INF), metric="val"),
     PaperObject("table4_fashionmnist", "Table 4", "fashionmnist",
                 "Test accuracy (%) on FashionMNIST, simplified Inception, delta = 1e-5", eps=(0.5, 1, 2, 4, INF),
-                figures=("fig3a_fashionmnist",)),
+                figures=("fig3a_fashionmnist",),
+                baselines=(("dpsgd", (0.5, 1, 2, 4)), ("tempered", (0.5, 1, 2, 4)), ("latent", (0.5, 1, 2, 4)))),
     PaperObject("table5_svhn", "Table 5", "svhn", "Test accuracy (%) on SVHN, ResNet-18, delta = 1e-5",
-                eps=(1, 2, 3, 4, 6, 8, INF), figures=("fig3b_svhn",)),
+                eps=(1, 2, 3, 4, 6, 8, INF), figures=("fig3b_svhn",), baselines=(("dpsgd", (1, 2, 3, 4, 6, 8)),)),
     PaperObject("table9_sampling_rate", "Table 9", "cifar10",
                 "Test accuracy (%) on CIFAR10 at (4, 1e-5)-DP against the sampling rate q, T = 20000",
                 eps=(4,), axis="q", q_grid=(0.001, 0.01, 0.02, 0.04)),
@@ -152,8 +157,7 @@ class Profile:
     objects: tuple[str, ...]  # objects whose runs this profile trains
     datasets: tuple[str, ...]  # restriction (``--config datasets=[...]``)
     training: dict = field(default_factory=dict)  # width, steps, train_subset, q, device, eval_every, ...
-    grids: dict = field(default_factory=dict)  # object -> {eps: [...], seeds: n, q_grid: [...], alpha_lr: ...}
-    methods: tuple[str, ...] = ("alg1",)
+    grids: dict = field(default_factory=dict)  # object -> {eps, seeds, q_grid, alpha_lr, baselines: {method: [eps]}}
 
     @classmethod
     def from_config(cls, config: dict) -> "Profile":
@@ -165,8 +169,7 @@ class Profile:
         for d in datasets:
             dirdp_data.get_spec(d)
         return cls(name=config["profile"], objects=objects, datasets=datasets,
-                   training=dict(config.get("training") or {}), grids=dict(config.get("grids") or {}),
-                   methods=tuple(config.get("methods") or ("alg1",)))
+                   training=dict(config.get("training") or {}), grids=dict(config.get("grids") or {}))
 
     @classmethod
     def load(cls, path: str | Path) -> "Profile":
@@ -185,11 +188,17 @@ class Profile:
         if alpha_lr is not None:
             alpha_lr = tuple((float(a), tuple(float(x) for x in lrs)) for a, lrs in alpha_lr)
         eps = g.get("eps")
+        baselines = g.get("baselines")
+        if baselines is not None:
+            for m in baselines:
+                if m not in METHODS or m == "alg1":
+                    raise ValueError(f"{name}: baselines are {', '.join(list(METHODS)[1:])}. Found {m!r}.")
+            baselines = tuple((m, tuple(_eps(e) for e in grid)) for m, grid in baselines.items())
         return get_object(name).runs(
             seeds=g.get("seeds", self.training.get("seeds")),
             eps=None if eps is None else tuple(_eps(e) for e in eps),
             q_grid=None if g.get("q_grid") is None else tuple(float(q) for q in g["q_grid"]),
-            alpha_lr=alpha_lr, methods=self.methods)
+            alpha_lr=alpha_lr, baselines=baselines)
 
     def all_runs(self) -> dict[str, Run]:
         """Every run of the profile, keyed by its result path (runs shared by objects appear once)."""
@@ -199,9 +208,13 @@ class Profile:
         """``python -m dirdp train`` arguments (without --out) for ``run`` in this profile."""
         t = self.training
         args = ["--dataset", run.dataset, "--eps", fmt(run.eps), "--seed", str(run.seed)]
+        if run.method != "alg1":
+            args += ["--method", run.method]
         q = run.q if run.q is not None else t.get("q")
+        # the profile's width shrinks the paper's models; Papernot's CNN and LATENT run as published
+        width = t.get("width") if run.method in ("alg1", "dpsgd") else None
         for flag, value in [("--optimizer", run.optimizer), ("--q", q), ("--alpha", run.alpha), ("--lr", run.lr),
-                            ("--width", t.get("width")), ("--steps", t.get("steps")),
+                            ("--width", width), ("--steps", t.get("steps")),
                             ("--train-subset", t.get("train_subset")), ("--device", t.get("device")),
                             ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
             if value is not None:

@@ -157,19 +157,39 @@ class ResNet9(nn.Module):
 
 # ---------------------------------------------------------------------------------------- baseline CNN
 
-class PapernotCNN(nn.Module):
-    """The MNIST/FashionMNIST CNN of Papernot et al. (2021, "Tempered sigmoid activations") with
-    tanh: conv 16 8x8 stride 2 (same) -> max-pool 2 stride 1 -> conv 32 4x4 stride 2 (valid)
-    -> max-pool 2 stride 1 -> linear 32 -> linear d. No normalisation layers (DP-SGD compatible)."""
+class TemperedSigmoid(nn.Module):
+    """Tempered sigmoid of Papernot et al. (2021): phi(x) = s * sigmoid(T x) - o, with scale s,
+    inverse temperature T and offset o. (s, T, o) = (2, 2, 1) is exactly tanh. Bounded, so the
+    activations (and the per-example gradients DP-SGD clips) cannot explode."""
 
-    def __init__(self, num_classes: int = 10, in_channels: int = 1, width: float = 1.0):
+    def __init__(self, s: float = 2.0, T: float = 2.0, o: float = 1.0):
+        super().__init__()
+        self.s, self.T, self.o = float(s), float(T), float(o)
+
+    def forward(self, x):
+        return self.s * torch.sigmoid(self.T * x) - self.o
+
+    def extra_repr(self) -> str:
+        return f"s={self.s:g}, T={self.T:g}, o={self.o:g}"
+
+
+class PapernotCNN(nn.Module):
+    """The MNIST/FashionMNIST CNN of Papernot et al. (2021, "Tempered sigmoid activations"):
+    conv 16 8x8 stride 2 (same) -> max-pool 2 stride 1 -> conv 32 4x4 stride 2 (valid) -> max-pool 2
+    stride 1 -> linear 32 -> linear d, every activation a :class:`TemperedSigmoid` (default tanh,
+    the setting of their Section 5.2). No normalisation layers: DP-SGD (Opacus) compatible."""
+
+    def __init__(self, num_classes: int = 10, in_channels: int = 1, width: float = 1.0, image_size: int = 28,
+                 s: float = 2.0, T: float = 2.0, o: float = 1.0):
         super().__init__()
         c1, c2, h = _c(16, width), _c(32, width), _c(32, width)
         self.features = nn.Sequential(
-            nn.Conv2d(in_channels, c1, 8, 2, padding=3), nn.Tanh(), nn.MaxPool2d(2, 1),
-            nn.Conv2d(c1, c2, 4, 2), nn.Tanh(), nn.MaxPool2d(2, 1), nn.Flatten(),
+            nn.Conv2d(in_channels, c1, 8, 2, padding=3), TemperedSigmoid(s, T, o), nn.MaxPool2d(2, 1),
+            nn.Conv2d(c1, c2, 4, 2), TemperedSigmoid(s, T, o), nn.MaxPool2d(2, 1), nn.Flatten(),
         )
-        self.head = nn.Sequential(nn.LazyLinear(h), nn.Tanh(), nn.Linear(h, num_classes))
+        with torch.no_grad():
+            flat = self.features(torch.zeros(1, in_channels, image_size, image_size)).shape[1]
+        self.head = nn.Sequential(nn.Linear(flat, h), TemperedSigmoid(s, T, o), nn.Linear(h, num_classes))
 
     def forward(self, x):
         return self.head(self.features(x))
@@ -178,12 +198,15 @@ class PapernotCNN(nn.Module):
 MODELS = {"inception": SmallInception, "resnet18": ResNet18, "resnet9": ResNet9, "papernot_cnn": PapernotCNN}
 
 
-def build_model(name: str, *, num_classes: int, in_channels: int, width: float = 1.0) -> nn.Module:
-    """The model called ``name`` (one of :data:`MODELS`) with default PyTorch initialisation."""
+def build_model(name: str, *, num_classes: int, in_channels: int, width: float = 1.0,
+                image_size: int | None = None) -> nn.Module:
+    """The model called ``name`` (one of :data:`MODELS`) with default PyTorch initialisation.
+    ``image_size`` matters only for the Papernot CNN (its flattened size; default 28)."""
     try:
         cls = MODELS[name]
     except KeyError:
         raise KeyError(f"unknown model {name!r}. Known: {', '.join(MODELS)}.") from None
     if not width > 0:
         raise ValueError(f"width must be > 0. Found width={width}.")
-    return cls(num_classes=num_classes, in_channels=in_channels, width=width)
+    extra = {"image_size": image_size} if (cls is PapernotCNN and image_size) else {}
+    return cls(num_classes=num_classes, in_channels=in_channels, width=width, **extra)

@@ -47,7 +47,8 @@ def read_run(path: str | Path) -> dict:
         width=rec["width"], rstar=rec["rstar"],
         certified_eps=math.inf if rec["epsilon"] == "inf" else rec["epsilon"],
         test=rec["test_accuracy"], val=rec.get("val_accuracy"),
-        protocol="paper protocol" if not reduced else "reduced protocol (" + ", ".join(reduced) + ")",
+        protocol=("LATENT protocol (local DP)" if rec.get("method") == "latent" else "paper protocol" if not reduced
+                  else "reduced protocol (" + ", ".join(reduced) + ")"),
         width_label=rec["width_label"], device=rec["provenance"]["device"],
         git_commit=rec["provenance"]["git_commit"], wall_time_s=rec["wall_time_s"],
     )
@@ -72,19 +73,21 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
 
     # every cell of the grid: the profile's, or (when it trains none) the paper's own
     cells = {tuple(getattr(r, k) for k in keys) for r in expected}
-    if obj.axis != "lr":  # the paper's own cells too (it prints no numbers for Figure 2)
-        cells |= {("alg1", row.eps, row.q)[: len(keys)] for row in mine.itertuples() if row.method == METHODS["alg1"]}
+    if obj.axis != "lr":  # the paper's own cells too, its DP-SGD baseline included (no numbers for Figure 2)
+        key = {v: k for k, v in METHODS.items()}
+        cells |= {(key[row.method], row.eps, row.q)[: len(keys)] for row in mine.itertuples()}
     rows = []
     for cell in sorted(cells):
         sel = dict(zip(keys, cell))
-        row = dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS.get(sel["method"], sel["method"]),
-                   model=model, eps=sel["eps"], q=sel.get("q"), alpha=sel.get("alpha"), lr=sel.get("lr"))
+        row = dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS[sel["method"]],
+                   model={"tempered": MODEL_NAMES["papernot_cnn"], "latent": "conv + FC"}.get(sel["method"], model),
+                   eps=sel["eps"], q=sel.get("q"), alpha=sel.get("alpha"), lr=sel.get("lr"))
         got = runs
         for k, v in sel.items() if len(got) else ():
             got = got[got[k] == v] if k == "method" else got[np.isclose(got[k].astype(float), v)]
         vals = got[obj.metric].dropna() if len(got) else pd.Series(dtype=float)
         ref = _paper_cell(mine, row)
-        row.update(paper=ref[0], paper_std=ref[1], source="This work" if ref[0] is not None else None)
+        row.update(paper=ref[0], paper_std=ref[1], source=ref[2])
         if len(vals):
             first = got.iloc[0]
             reduced_width = first.width != 1.0
@@ -107,26 +110,20 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
                          label="paper, cited", eps=c.eps, eps_reported=c.eps_reported, q=None, paper=c.accuracy,
                          paper_std=c.std if not pd.isna(c.std) else None, n=0, source=c.source,
                          status="cited by the paper; not run here"))
-    # baselines the paper ran itself (its DP-SGD with Opacus): shown as the paper's rows
-    for c in mine[mine.method != METHODS["alg1"]].itertuples():
-        rows.append(dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=c.method, model=c.model,
-                         label="paper", eps=c.eps, q=None, paper=c.accuracy,
-                         paper_std=c.std if not pd.isna(c.std) else None, n=0, source=c.source,
-                         status="paper's own baseline; not run here"))
     cols = ["object", "dataset", "metric", "method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr",
             "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "setting", "certified_eps", "rstar",
             "source"]
     return pd.DataFrame(rows).reindex(columns=cols)
 
 
-def _paper_cell(printed: pd.DataFrame, row: dict) -> tuple[float | None, float | None]:
+def _paper_cell(printed: pd.DataFrame, row: dict) -> tuple[float | None, float | None, str | None]:
     sel = printed[(printed.method == row["method"]) & np.isclose(printed.eps, row["eps"])]
     if row.get("q") is not None and sel.q.notna().any():
         sel = sel[np.isclose(sel.q, row["q"])]
     if len(sel) != 1 or row.get("lr") is not None:
-        return None, None
+        return None, None, None
     std = sel["std"].iloc[0]
-    return float(sel.accuracy.iloc[0]), None if pd.isna(std) else float(std)
+    return float(sel.accuracy.iloc[0]), None if pd.isna(std) else float(std), sel.source.iloc[0]
 
 
 def _status(row: dict, reduced_width: bool, reduced_protocol: bool) -> str:

@@ -21,10 +21,18 @@ import torch
 import torch.nn.functional as F
 
 from dirdp import accountant, provenance
+from dirdp.baselines import dpsgd
 from dirdp.data import Split, get_spec, load, random_crop_flip
 from dirdp.mechanism import dirichlet_nll
 from dirdp.models import build_model
 from dirdp.presets import get_preset
+
+
+# training methods of `python -m dirdp train --method`
+METHODS = {"alg1": "Algorithm 1 (Dirichlet mechanism at the softmax)",
+           "dpsgd": "DP-SGD with Opacus (per-example clipping C, Gaussian noise)",
+           "tempered": "DP-SGD with Opacus on the tempered-sigmoid CNN of Papernot et al. (2021)",
+           "latent": "LATENT (Chamikara et al.): local DP per record, FC module trained on randomized bit strings"}
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,9 @@ class RunConfig:
     lr: float
     optimizer: str
     model: str
+    method: str = "alg1"  # a key of METHODS
+    max_grad_norm: float = 1.0  # DP-SGD's clipping norm C
+    latent_alpha: float = 7.0  # LATENT's privacy-budget coefficient
     width: float = 1.0
     train_subset: int | None = None
     augment: bool = False
@@ -72,6 +83,16 @@ def make_config(dataset: str, eps: float, seed: int = 0, **overrides) -> RunConf
     optimizer = overrides.pop("optimizer", "sgd")
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam'. Found {optimizer!r}.")
+    method = overrides.get("method", "alg1")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}. Found {method!r}.")
+    if method == "tempered":
+        overrides.setdefault("model", "papernot_cnn")
+    if method == "latent":  # its own model; its FC module is trained with Adam (dirdp.baselines.latent)
+        if not math.isfinite(eps):
+            raise ValueError("LATENT randomizes with a finite eps. Found eps=inf.")
+        overrides.setdefault("model", "latent")
+        optimizer = overrides.pop("optimizer", None) or "adam"
     base = dict(dataset=p.name, eps=float(eps), seed=seed, steps=p.steps, q=p.q, alpha=p.alpha, delta=p.delta,
                 lr=0.001 if optimizer == "adam" else p.lr, optimizer=optimizer, model=p.model,
                 augment=p.name == "cifar10")
@@ -150,22 +171,33 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
     data = data if data is not None else load_data(cfg, data_root)
     train_split = data["train"]
     n = len(train_split)
+    if cfg.method == "latent":
+        return _train_latent(cfg, out, data, progress=progress)
 
-    r = None
-    if cfg.private:
+    dp_sgd = cfg.method in ("dpsgd", "tempered")
+    r = calibration = None
+    if cfg.private and dp_sgd:
+        calibration = dpsgd.calibrate(eps=cfg.eps, delta=cfg.delta, q=cfg.q, steps=cfg.steps)
+    elif cfg.private:
         r = accountant.rstar(eps=cfg.eps, alpha=cfg.alpha, q=cfg.q, steps=cfg.steps, delta=cfg.delta)
         spend = accountant.epsilon(r=r, alpha=cfg.alpha, q=cfg.q, steps=cfg.steps, delta=cfg.delta)
 
     torch.manual_seed(cfg.seed)  # default initialisation draws from the global generator
-    model = build_model(cfg.model, num_classes=spec.num_classes, in_channels=spec.channels, width=cfg.width).to(device)
-    if cfg.model == "papernot_cnn":
-        model(train_split.x[:1])  # materialise the lazy layer
+    net = build_model(cfg.model, num_classes=spec.num_classes, in_channels=spec.channels, width=cfg.width,
+                      image_size=spec.size)
+    if dp_sgd:
+        net = dpsgd.make_compatible(net)  # BatchNorm -> GroupNorm (also at eps = inf: the same model)
+    net = net.to(device)
     if cfg.channels_last:
-        model = model.to(memory_format=torch.channels_last)
+        net = net.to(memory_format=torch.channels_last)
     opt_cls = torch.optim.SGD if cfg.optimizer == "sgd" else torch.optim.Adam
-    opt = opt_cls(model.parameters(), lr=cfg.lr)
+    opt = opt_cls(net.parameters(), lr=cfg.lr)
     g_size = torch.Generator().manual_seed(10_007 * cfg.seed + 1)
     g_dev = torch.Generator(device=device).manual_seed(10_007 * cfg.seed + 2)
+    model = net
+    if calibration is not None:
+        model, opt = dpsgd.make_private(net, opt, n=n, q=cfg.q, noise_multiplier=calibration.noise_multiplier,
+                                        max_grad_norm=cfg.max_grad_norm, generator=g_dev)
 
     prov = provenance.collect(dataclasses.asdict(cfg), seed=cfg.seed)  # the code that runs: taken at the start
     state = dict(step=0, elapsed=0.0, loss_curve=[], acc_curve=[], empty_batches=0, loss_sum=0.0, loss_n=0)
@@ -174,7 +206,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         if ckpt["identity"] != cfg.identity():
             raise RuntimeError(f"{ckpt_path} belongs to a different run; delete it or choose another --out.\n"
                                f"checkpoint: {ckpt['identity']}\nthis run:   {cfg.identity()}")
-        model.load_state_dict(ckpt["model"])
+        net.load_state_dict(ckpt["model"])
         opt.load_state_dict(ckpt["optimizer"])
         # generator states are CPU byte tensors for CPU and CUDA generators alike; map_location moved them
         g_size.set_state(ckpt["g_size"].cpu())
@@ -182,7 +214,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         state = ckpt["state"]
 
     def checkpoint():
-        _save_atomic(dict(identity=cfg.identity(), model=model.state_dict(), optimizer=opt.state_dict(),
+        _save_atomic(dict(identity=cfg.identity(), model=net.state_dict(), optimizer=opt.state_dict(),
                           g_size=g_size.get_state(), g_dev=g_dev.get_state(), state=state), ckpt_path)
 
     model.train()
@@ -193,7 +225,8 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
     if progress:
         from tqdm.auto import tqdm
 
-        label = f"{cfg.dataset} eps={cfg.eps:g}" + (f" r*={r:.4f}" if r else "") + f" w={cfg.width:g}"
+        label = (f"{cfg.method} {cfg.dataset} eps={cfg.eps:g}" + (f" r*={r:.4f}" if r else "")
+                 + (f" sigma={calibration.noise_multiplier:.3f}" if calibration else "") + f" w={cfg.width:g}")
         # in a terminal: live; in a log file (DAG jobs): one line every 30 s
         bar = tqdm(total=cfg.steps, initial=state["step"], desc=label, unit="step", dynamic_ncols=True,
                    mininterval=0.1 if sys.stderr.isatty() else 30.0)
@@ -201,6 +234,8 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         idx = poisson_sample(n, cfg.q, size_generator=g_size, index_generator=g_dev, device=device)
         if idx.numel() == 0:
             state["empty_batches"] += 1
+            if calibration is not None:
+                dpsgd.noise_only_step(model, opt)
         else:
             x, y = train_split.x[idx], train_split.y[idx]
             if cfg.augment:
@@ -209,7 +244,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
                 x = x.contiguous(memory_format=torch.channels_last)
             with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=cfg.bf16):
                 logits = model(x)
-            if cfg.private:
+            if r is not None:
                 loss = dirichlet_nll(logits, y, r=r, alpha=cfg.alpha, generator=g_dev)
             else:
                 loss = F.cross_entropy(logits.float(), y)
@@ -227,7 +262,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
             if bar is not None:
                 bar.set_postfix(loss=f"{mean_loss:.4f}")
         if done % cfg.eval_every == 0 or done == cfg.steps:
-            state["acc_curve"].append([done, accuracy(model, data["test"], channels_last=cfg.channels_last)])
+            state["acc_curve"].append([done, accuracy(net, data["test"], channels_last=cfg.channels_last)])
             if bar is not None:
                 bar.set_postfix(loss=state["loss_curve"][-1][1] if state["loss_curve"] else None,
                                 test_acc=state["acc_curve"][-1][1])
@@ -241,24 +276,63 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         bar.close()
     wall = time.perf_counter() - t_start
 
+    if calibration is not None:
+        privacy = dict(epsilon=calibration.epsilon_rdp, epsilon_order=None, accountant="opacus rdp",
+                       epsilon_prv=calibration.epsilon_prv, noise_multiplier=calibration.noise_multiplier,
+                       max_grad_norm=cfg.max_grad_norm)
+    elif cfg.private:
+        privacy = dict(epsilon=spend.epsilon, epsilon_order=spend.order, accountant="Theorem 10 (dirdp.accountant)")
+    else:
+        privacy = dict(epsilon=math.inf, epsilon_order=None, accountant=None)
     result = dict(
-        dataset=cfg.dataset, model=cfg.model, width=cfg.width,
+        dataset=cfg.dataset, method=cfg.method, model=cfg.model, width=cfg.width,
         width_label="full width" if cfg.width == 1.0 else f"reduced width ({cfg.width:g}x channels)",
         eps_target=cfg.eps, delta=cfg.delta, alpha=cfg.alpha, q=cfg.q, steps=cfg.steps, seed=cfg.seed,
-        rstar=r,
-        epsilon=spend.epsilon if cfg.private else math.inf,
-        epsilon_order=spend.order if cfg.private else None,
+        rstar=r, **privacy,
         n_train=n, expected_batch=cfg.q * n, empty_batches=state["empty_batches"],
         test_accuracy=state["acc_curve"][-1][1],
-        val_accuracy=accuracy(model, data["val"], channels_last=cfg.channels_last) if "val" in data else None,
+        val_accuracy=accuracy(net, data["val"], channels_last=cfg.channels_last) if "val" in data else None,
         accuracy_curve=state["acc_curve"], loss_curve=state["loss_curve"],
         wall_time_s=round(wall, 2), steps_per_s=round(cfg.steps / wall, 3) if wall > 0 else None,
-        params_sha256=params_sha256(model),
+        params_sha256=params_sha256(net),
         provenance=dict(prov, wall_time_s=round(wall, 3)),
     )
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(provenance.jsonable(result), indent=1, default=str, allow_nan=False) + "\n")
     os.replace(tmp, out)
-    torch.save(model.state_dict(), out.with_name(out.stem + ".model.pt"))
+    torch.save(net.state_dict(), out.with_name(out.stem + ".model.pt"))
     ckpt_path.unlink(missing_ok=True)
+    return result
+
+
+def _train_latent(cfg: RunConfig, out: Path, data: dict[str, Split], *, progress: bool) -> dict:
+    """LATENT (:mod:`dirdp.baselines.latent`) as a run: every record released once through the
+    LATENT layer, the FC module trained for ``cfg.steps`` minibatches of q n records. Its epsilon is
+    the paper's *local* DP claim per record; ``eps_ldp_worst_case`` is what the release really is."""
+    from dirdp.baselines import latent
+
+    spec = get_spec(cfg.dataset)
+    prov = provenance.collect(dataclasses.asdict(cfg), seed=cfg.seed)
+    n = len(data["train"])
+    res = latent.train_latent(train=data["train"], test=data["test"], num_classes=spec.num_classes,
+                              cfg=latent.LatentConfig(eps=cfg.eps, alpha=cfg.latent_alpha), steps=cfg.steps,
+                              batch_size=max(1, round(cfg.q * n)), lr=cfg.lr, optimizer=cfg.optimizer, seed=cfg.seed,
+                              eval_every=cfg.eval_every, log_every=cfg.log_every, progress=progress)
+    wall = res["wall_time_s"]
+    result = dict(
+        dataset=cfg.dataset, method="latent", model="latent", width=cfg.width,
+        width_label="LATENT: untrained conv module + FC module on randomized bits",
+        eps_target=cfg.eps, delta=None, alpha=cfg.latent_alpha, q=cfg.q, steps=cfg.steps, seed=cfg.seed, rstar=None,
+        epsilon=res["eps_claimed"], epsilon_order=None, accountant="LATENT's claim: eps-LDP per record",
+        eps_ldp_worst_case=res["eps_ldp_worst_case"], eps_pair_median=res["eps_pair_median"],
+        latent={k: v for k, v in res.items() if k not in ("accuracy_curve", "loss_curve")},
+        n_train=n, expected_batch=round(cfg.q * n), empty_batches=0,
+        test_accuracy=res["test_accuracy"], val_accuracy=None,
+        accuracy_curve=res["accuracy_curve"], loss_curve=res["loss_curve"],
+        wall_time_s=round(wall, 2), steps_per_s=round(cfg.steps / wall, 3) if wall > 0 else None,
+        params_sha256=None, provenance=dict(prov, wall_time_s=round(wall, 3)),
+    )
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(provenance.jsonable(result), indent=1, default=str, allow_nan=False) + "\n")
+    os.replace(tmp, out)
     return result

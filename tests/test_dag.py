@@ -42,7 +42,8 @@ def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
     for name in ("table6_table7_rstar", "theorem11_kappa_variance", "explore_kappa", "runs_summary", "index"):
         assert jobs.get(name) == 1, f"no job for {name}"
     paper = Profile.load(REPO / "config/paper.yaml")
-    assert jobs["train"] == len(paper.all_runs()) == 1240  # 5 seeds per table cell, 10 per Figure 2 point
+    # 5 seeds per table cell (Algorithm 1 and the baselines run here), 10 per Figure 2 point
+    assert jobs["train"] == len(paper.all_runs()) == 1370
 
 
 def test_missing_data_stops_the_dag_with_one_message_listing_files(tmp_path):
@@ -58,13 +59,13 @@ def test_missing_data_stops_the_dag_with_one_message_listing_files(tmp_path):
 def test_datasets_config_restricts_the_dag(mirror_root):
     proc = snakemake("-n", "-q", "rules", "--configfile", "config/paper.yaml", "--config", "datasets=[mnist]",
                      data=mirror_root)
-    assert job_counts(proc.stdout)["train"] == 25  # Table 2: 5 eps x 5 seeds
+    assert job_counts(proc.stdout)["train"] == 65  # Table 2: (5 eps + 4 tempered + 4 LATENT) x 5 seeds
 
 
 def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
     proc = snakemake("-n", "--profile", "profiles/slurm", "--config", "datasets=[mnist]", data=tiny_root)
     train_jobs = [block for block in proc.stdout.split("rule ")[1:] if block.startswith("train:")]
-    assert len(train_jobs) == 25
+    assert len(train_jobs) == 65
     assert all("gres=gpu:1" in b and "gpu=0" in b for b in train_jobs)
 
 
@@ -86,8 +87,10 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
         assert (work / "results" / f"{name}.csv").exists()
     table, prov = provenance.read_csv(work / "results/table2_mnist.csv")
     assert prov["config"]["profile"] == "smoke"
-    here = table[table.label == "run here"].sort_values("eps")
+    here = table[(table.label == "run here") & (table.method == "Algorithm 1")].sort_values("eps")
     assert list(here.eps) == [1.0, float("inf")]
+    baselines = table[(table.label == "run here") & (table.method != "Algorithm 1")]
+    assert set(baselines.method) == {"Tempered sigmoid DP-SGD", "LATENT"} and (baselines.eps == 1.0).all()
     assert (here["mean"] > 0).all() and (here.n == 1).all()
     assert (here.status == "not comparable (reduced protocol)").all()
     assert here.certified_eps.iloc[0] <= 1.0  # r* recomputed for the smoke (q, T)

@@ -44,7 +44,9 @@ def test_run_tags_are_unique_and_name_what_varies():
 
 def test_paper_profile_is_the_papers_grid():
     prof = Profile.load("config/paper.yaml")
-    assert len(prof.runs("table2_mnist")) == 25 and len(prof.runs("fig2_learning_rate_vs_alpha")) == 105 * 10
+    assert len(prof.runs("table2_mnist")) == 5 * (5 + 4 + 4) and len(prof.runs("fig2_learning_rate_vs_alpha")) == 105 * 10
+    assert {r.method for r in prof.runs("table4_fashionmnist")} == {"alg1", "dpsgd", "tempered", "latent"}
+    assert {r.method for r in prof.runs("table5_svhn")} == {"alg1", "dpsgd"}
     assert prof.runs("table1_cifar10") == prof.runs("fig1b_cifar10_accuracy_vs_eps")
     assert {r.q for r in prof.runs("table9_sampling_rate")} == {0.001, 0.01, 0.02, 0.04}
     assert {r.optimizer for r in prof.runs("table10_adam")} == {"adam"}
@@ -55,16 +57,18 @@ def test_profile_train_args_give_the_protocol_with_only_the_profiles_changes(nam
     from dirdp.__main__ import build_parser
 
     prof = Profile.load(f"config/{name}.yaml")
-    for path, run in list(prof.all_runs().items())[:40]:
+    for path, run in list(prof.all_runs().items())[:80]:
         args = build_parser().parse_args(["train", *prof.train_args(run), "--out", path])
-        cfg = make_config(args.dataset, args.eps, args.seed, steps=args.steps, q=args.q, alpha=args.alpha,
+        cfg = make_config(args.dataset, args.eps, args.seed, method=args.method, steps=args.steps, q=args.q,
+                          alpha=args.alpha,
                           lr=args.lr, optimizer=args.optimizer, width=args.width, train_subset=args.train_subset)
         preset = get_preset(run.dataset)
         t = prof.training
-        assert cfg.steps == t.get("steps", preset.steps) and cfg.width == t.get("width", 1.0)
+        scaled = run.method in ("alg1", "dpsgd")  # Papernot's CNN and LATENT run as published
+        assert cfg.steps == t.get("steps", preset.steps) and cfg.width == (t.get("width", 1.0) if scaled else 1.0)
         assert cfg.q == run.q if run.q is not None else cfg.q == t.get("q", preset.q)
         assert cfg.alpha == (run.alpha or 3.0) and cfg.train_subset == t.get("train_subset")
-        assert cfg.eps == run.eps and cfg.seed == run.seed
+        assert cfg.eps == run.eps and cfg.seed == run.seed and cfg.method == run.method
 
 
 def test_cpu_profile_keeps_the_papers_privacy_protocol():
@@ -72,7 +76,10 @@ def test_cpu_profile_keeps_the_papers_privacy_protocol():
     for run in prof.all_runs().values():
         args = prof.train_args(run)
         assert "--steps" not in args and "--q" not in args and "--train-subset" not in args
-        assert args[args.index("--width") + 1] == "0.25"
+        if run.method in ("alg1", "dpsgd"):
+            assert args[args.index("--width") + 1] == "0.25"
+        else:
+            assert "--width" not in args
 
 
 def test_status_rules():
