@@ -9,10 +9,12 @@ Each training run is one job (``python -m dirdp train``) writing results/runs/<p
 rerunning after an interruption redoes only missing runs, and a half-finished run resumes from its
 checkpoint. Each table or figure is one parameterized notebook, executed by papermill into
 results/notebooks/ (log in results/logs/), writing results/<object>.csv and figures/<stem>.{png,pdf}.
-results/README.md indexes them all. ``--config 'datasets=[mnist,fashionmnist]'`` restricts the DAG.
+results/README.md indexes them all. ``--config 'datasets=[mnist,fashionmnist]'`` restricts the DAG;
+``--config train=false`` rebuilds every table from the runs already on disk and trains nothing.
 """
 
 import json
+import os
 import sys
 
 from dirdp.experiments import OBJECTS, Profile, missing_data_message
@@ -28,12 +30,20 @@ REPORT = ["dirdp/report.py", "dirdp/experiments.py", "dirdp/paper.py", "dirdp/pa
 
 PROFILE = Profile.from_config(config)
 RUNS = PROFILE.all_runs()  # result path -> Run
+# --config train=false: aggregate the runs already on disk, schedule no training (missing runs show
+# as "not run here (result file missing)")
+TRAIN = str(config.get("train", True)).lower() not in ("false", "0", "no")
+
+
+def run_inputs(paths):
+    return [p for p in paths if TRAIN or os.path.exists(p)]
+
 TRAINING = PROFILE.training
 ON_GPU = str(TRAINING.get("device", "cpu")).startswith("cuda")
 PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "training", "grids")}
 
 _missing = PROFILE.missing_data(config.get("data_root"))
-if _missing and RUNS:
+if _missing and RUNS and TRAIN:
     sys.exit("dirdp: " + missing_data_message(_missing, PROFILE.name))
 
 
@@ -91,7 +101,7 @@ for _name in OBJECTS:
         input:
             f"notebooks/{_name}.ipynb",
             REPORT,
-            [r.path(PROFILE.name) for r in PROFILE.runs(_name)],
+            run_inputs([r.path(PROFILE.name) for r in PROFILE.runs(_name)]),
         output:
             object_outputs(_name),
         log:
@@ -179,7 +189,7 @@ rule runs_summary:
         "notebooks/runs_summary.ipynb",
         "dirdp/runs.py",
         "dirdp/paper.py",
-        sorted(RUNS),
+        run_inputs(sorted(RUNS)),
     output:
         "results/runs_summary.csv",
         "figures/runs_accuracy_curves.png",

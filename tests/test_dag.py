@@ -62,6 +62,12 @@ def test_datasets_config_restricts_the_dag(mirror_root):
     assert job_counts(proc.stdout)["train"] == 65  # Table 2: (5 eps + 4 tempered + 4 LATENT) x 5 seeds
 
 
+def test_train_false_aggregates_without_training(tiny_root):
+    proc = snakemake("-n", "-q", "rules", "--configfile", "config/cpu.yaml", "--config", "train=false", data=tiny_root)
+    jobs = job_counts(proc.stdout)
+    assert "train" not in jobs and jobs["table2_mnist"] == 1 and jobs["index"] == 1
+
+
 def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
     proc = snakemake("-n", "--profile", "profiles/slurm", "--config", "datasets=[mnist]", data=tiny_root)
     train_jobs = [block for block in proc.stdout.split("rule ")[1:] if block.startswith("train:")]
