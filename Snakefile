@@ -62,7 +62,7 @@ def object_outputs(name):
 OBJECT_TARGETS = [f for name in OBJECTS for f in object_outputs(name)]
 FIXED_TARGETS = ["results/table6.csv", "results/table7.csv", "figures/h_of_r.pdf", "results/theorem11_mc.csv",
                  "figures/theorem11_kappa_variance.pdf", f"{NB}/explore_kappa.ipynb", "results/runs_summary.csv",
-                 "figures/runs_accuracy_curves.pdf"]
+                 "figures/runs_accuracy_curves.pdf", "results/baselines_comparison.csv"]
 
 
 rule all:
@@ -110,6 +110,26 @@ for _name in OBJECTS:
             cmd=papermill(_name, {"object_name": _name, "config": PROFILE_PARAM, "runs_root": "results/runs"}),
         shell:
             "{params.cmd}"
+
+
+rule baselines_comparison:
+    """Accuracy against eps for every method run here (Algorithm 1, DP-SGD, tempered-sigmoid DP-SGD,
+    LATENT) on MNIST and FashionMNIST, beside the paper's and the cited values."""
+    input:
+        "notebooks/baselines_comparison.ipynb",
+        REPORT,
+        run_inputs([r.path(PROFILE.name) for o in ("table2_mnist", "table4_fashionmnist") for r in PROFILE.runs(o)]),
+    output:
+        "results/baselines_comparison.csv",
+        "figures/baselines_comparison.png",
+        "figures/baselines_comparison.pdf",
+        f"{NB}/baselines_comparison.ipynb",
+    log:
+        f"{LOGS}/baselines_comparison.log",
+    params:
+        cmd=papermill("baselines_comparison", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
+    shell:
+        "{params.cmd}"
 
 
 rule index:

@@ -28,7 +28,9 @@ from dirdp.experiments import METHODS, PaperObject, Profile, fmt
 from dirdp.presets import get_preset
 
 MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "ResNet-9", "papernot_cnn": "CNN"}
-SPREAD = 2.0  # paper std multiples that count as "within the paper's spread"
+SPREAD = 2.0
+METHOD_COLOR = {"Algorithm 1": 0, "DP-SGD": 1, "Tempered sigmoid DP-SGD": 2, "LATENT": 3, "DPNAS": 4,
+                "Gaussian penultimate layer": 5, "Equivariant DP-SGD": 6}  # tab10 indices  # paper std multiples that count as "within the paper's spread"
 
 
 def read_run(path: str | Path) -> dict:
@@ -174,14 +176,35 @@ def figure(obj: PaperObject, table: pd.DataFrame, *, title_note: str = ""):
     sns.set_theme(style="whitegrid", context="notebook")
     if obj.axis == "lr":
         return _figure_lr(obj, table, title_note)
-    x = "q" if obj.axis == "q" else "eps"
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    _draw(ax, obj, table, title_note)
+    fig.tight_layout()
+    return fig
+
+
+def baselines_figure(panels: list[tuple[PaperObject, pd.DataFrame]], *, title_note: str = ""):
+    """Accuracy against eps for every method, one panel per data set (the baselines_comparison figure)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook")
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.6), squeeze=False)
+    for ax, (obj, table) in zip(axes[0], panels):
+        _draw(ax, obj, table, title_note)
+    fig.tight_layout()
+    return fig
+
+
+def _draw(ax, obj: PaperObject, table: pd.DataFrame, title_note: str) -> None:
+    import seaborn as sns
+
+    x = "q" if obj.axis == "q" else "eps"
     finite = [e for e in table.eps.dropna() if math.isfinite(e)] or [1.0]
     xmax = max(finite + [e for e in table.eps_reported.dropna() if math.isfinite(e)])
     palette = sns.color_palette("tab10")
     methods = list(dict.fromkeys(table.method))
     for i, m in enumerate(methods):
-        color = palette[i % 10]
+        color = palette[METHOD_COLOR.get(m, 5 + i) % 10]  # one colour per method in every figure
         paper_rows = table[(table.method == m) & table.paper.notna() & (table.label != "paper, cited")]
         if len(paper_rows):
             p = paper_rows.sort_values(x)
@@ -212,8 +235,6 @@ def figure(obj: PaperObject, table: pd.DataFrame, *, title_note: str = ""):
     ax.set_ylabel(f"{obj.metric} accuracy (%)")
     ax.set_title(f"{obj.title}: {obj.dataset}" + (f"\n{title_note}" if title_note else ""), fontsize=10)
     ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return fig
 
 
 def _figure_lr(obj: PaperObject, table: pd.DataFrame, title_note: str):

@@ -1,4 +1,5 @@
-"""Write notebooks/<object>.ipynb for every paper object of ``dirdp.experiments.OBJECTS``.
+"""Write notebooks/<object>.ipynb for every paper object of ``dirdp.experiments.OBJECTS``, and
+notebooks/baselines_comparison.ipynb.
 
 The notebooks are thin and identical but for their parameters: all logic is in
 ``dirdp.report``. Rerun after adding an object: ``python scripts/make_object_notebooks.py``.
@@ -62,6 +63,56 @@ WRITE = """out = provenance.write_csv(table, results_dir / f"{obj.name}.csv", pr
 print(f"wrote {out}")"""
 
 
+BASELINES_INTRO = """# Baselines run here, beside Algorithm 1: accuracy against eps on MNIST and FashionMNIST
+
+Every method trained here on the same data, Poisson sampler, q and T (`dirdp.baselines`): Algorithm 1, DP-SGD with
+Opacus (Inception, BatchNorm -> GroupNorm), tempered-sigmoid DP-SGD (Papernot et al.'s tanh CNN) and LATENT, with the
+paper's printed values (dashed, band = one std) and the numbers it cites (open squares). **LATENT's eps is local DP per
+record, and its claim does not hold** (see `eps_ldp_worst_case` in its rows and the README)."""
+
+BASELINES_PARAMS = """objects = ["table2_mnist", "table4_fashionmnist"]
+profile = "cpu"
+config = None
+runs_root = "../results/runs"
+results_dir = None
+figures_dir = None"""
+
+BASELINES_BODY = """import pandas as pd
+
+panels = [(experiments.get_object(name), report.object_table(experiments.get_object(name), prof, runs_root=runs_root))
+          for name in objects]
+table = pd.concat([t for _, t in panels], ignore_index=True)
+here = table[table.label == "run here"]
+print(report.show(here) if len(here) else "no runs of this profile on disk yet")"""
+
+BASELINES_FIGURE = """fig = report.baselines_figure(panels, title_note=f"runs: profile '{prof.name}'")
+for ext in ("png", "pdf"):
+    fig.savefig(figures_dir / f"baselines_comparison.{ext}", dpi=150)
+plt.show()
+out = provenance.write_csv(table, results_dir / "baselines_comparison.csv", provenance.collect(
+    {"notebook": "baselines_comparison", "profile": prof.name, "objects": objects}))
+print(f"wrote {out}")"""
+
+
+def build_baselines() -> nbf.NotebookNode:
+    nb = nbf.v4.new_notebook()
+    params = nbf.v4.new_code_cell(BASELINES_PARAMS)
+    params.metadata["tags"] = ["parameters"]
+    setup = SETUP.replace('\nobj = experiments.get_object(object_name)', '')
+    nb.cells = [nbf.v4.new_markdown_cell(BASELINES_INTRO), params, nbf.v4.new_code_cell(setup),
+                nbf.v4.new_code_cell(BASELINES_BODY), nbf.v4.new_code_cell(BASELINES_FIGURE)]
+    return _finish(nb, "baselines_comparison")
+
+
+def _finish(nb: nbf.NotebookNode, name: str) -> nbf.NotebookNode:
+    """Kernel metadata and stable cell ids (so that rewriting a notebook changes nothing)."""
+    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"{name.replace('_', '-')}-{i}"
+    return nb
+
+
 def build(name: str) -> nbf.NotebookNode:
     obj = OBJECTS[name]
     nb = nbf.v4.new_notebook()
@@ -70,9 +121,7 @@ def build(name: str) -> nbf.NotebookNode:
     nb.cells = [nbf.v4.new_markdown_cell(INTRO.format(title=obj.title, caption=obj.caption)), params,
                 nbf.v4.new_code_cell(SETUP), nbf.v4.new_code_cell(TABLE), nbf.v4.new_code_cell(FIGURE),
                 nbf.v4.new_code_cell(WRITE)]
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    return nb
+    return _finish(nb, name)
 
 
 if __name__ == "__main__":
@@ -80,3 +129,5 @@ if __name__ == "__main__":
         path = ROOT / "notebooks" / f"{name}.ipynb"
         nbf.write(build(name), path)
         print(path.relative_to(ROOT))
+    nbf.write(build_baselines(), ROOT / "notebooks" / "baselines_comparison.ipynb")
+    print("notebooks/baselines_comparison.ipynb")

@@ -86,3 +86,12 @@ def test_train_without_data_names_the_files(tmp_path):
     out = run("train", "--dataset", "fashionmnist", "--eps", "1", "--steps", "2",
               "--out", str(tmp_path / "x.json"), "--data-root", str(tmp_path / "empty"))
     assert out.returncode == 2 and "train-images-idx3-ubyte.gz" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_bench_baselines_times_dpsgd_against_algorithm1_on_the_same_model():
+    out = run("bench", "--models", "inception", "--width", "0.0625", "--reps", "1", "--baselines", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = [r for r in json.loads(out.stdout.strip().splitlines()[-1]) if "dpsgd_s" in r]
+    assert [r["model"] for r in rows] == ["inception", "papernot_cnn"]
+    assert all(r["dpsgd_s"] > 0 and r["dpsgd_over_algorithm1"] > 0 for r in rows)
+    assert "DP-SGD / Alg. 1" in out.stdout
