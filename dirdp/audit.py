@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from scipy import stats
 from torch import nn
 
@@ -96,3 +97,137 @@ def reconstruct_dense_first_layer(delta_weight: torch.Tensor, delta_bias: torch.
     if delta_bias[j] == 0:
         raise ValueError("the update's first-layer bias did not move: no unit carries the input.")
     return delta_weight[j] / delta_bias[j]
+
+
+# ------------------------------------------------------------------------------ canary audit
+
+AUDIT_GRID = 7  # images average-pooled 4x4 to 7x7: a linear model of 10 x 49 weights per trial
+
+
+def _pooled(x: torch.Tensor) -> torch.Tensor:
+    return F.avg_pool2d(x, 4).flatten(1).double()
+
+
+def _border() -> torch.Tensor:
+    m = torch.zeros(AUDIT_GRID, AUDIT_GRID, dtype=torch.bool)
+    m[0], m[-1], m[:, 0], m[:, -1] = True, True, True, True
+    return m.flatten()
+
+
+@dataclass(frozen=True)
+class CanaryProblem:
+    """Neighbouring data sets for the audit: D' = ``x``, ``y`` (n real records whose pooled border
+    cells are all background) and D = D' plus the canary (``x_canary``, ``y_canary``): a real
+    record of another image whose border carries a balanced +-beta checkerboard. ``direction`` is
+    that pattern, unit norm: every record of D' is orthogonal to it, the canary is not."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    x_canary: torch.Tensor
+    y_canary: int
+    direction: torch.Tensor
+
+
+def canary_problem(split, *, n: int = 10, beta: float = 3.0, seed: int = 0) -> CanaryProblem:
+    """:class:`CanaryProblem` from ``split`` (normalised MNIST-like images), 7x7 average-pooled.
+    DP promises indistinguishability for *every* pair of neighbouring data sets, so the auditor may
+    choose both: a small D' makes the audit cheap and takes nothing from its validity."""
+    border = _border()
+    pooled = _pooled(split.x)
+    background = pooled[:, border].min()
+    blank = torch.nonzero((pooled[:, border] == background).all(1)).flatten()
+    if len(blank) < n + 1:
+        raise ValueError(f"need {n + 1} records with a blank border; found {len(blank)}.")
+    g = torch.Generator().manual_seed(seed)
+    pick = blank[torch.randperm(len(blank), generator=g)[: n + 1]]
+    pattern = torch.zeros(AUDIT_GRID * AUDIT_GRID, dtype=torch.float64)
+    cells = torch.nonzero(border).flatten()
+    signs = torch.tensor([1.0 if (int(c) // AUDIT_GRID + int(c) % AUDIT_GRID) % 2 else -1.0 for c in cells],
+                         dtype=torch.float64)
+    signs[-1] = -signs[:-1].sum() if abs(float(signs.sum())) > 0 else signs[-1]  # balanced: orthogonal to a constant
+    pattern[cells] = signs
+    direction = pattern / pattern.norm()
+    x_c = pooled[pick[-1]] + beta * pattern
+    return CanaryProblem(x=pooled[pick[:-1]], y=split.y[pick[:-1]], x_canary=x_c, y_canary=int(split.y[pick[-1]]),
+                         direction=direction)
+
+
+def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: str, q: float, steps: int, trials: int,
+                        lr: float = 0.1, r: float | None = None, alpha: float = 3.0, noise_multiplier: float = 0.0,
+                        max_grad_norm: float = 1.0, seed: int = 0) -> dict:
+    """``trials`` independent trainings of a softmax-regression model (weights and biases start at 0)
+    on D (``with_canary``) or D', each with its own Poisson samples and randomness, vectorised over
+    trials. ``method``: "alg1" (the Dirichlet loss of Algorithm 1 with scale ``r``, averaged over the
+    batch; an empty batch makes no update) or "dpsgd" (per-example clipping at ``max_grad_norm``,
+    Gaussian noise ``noise_multiplier`` x C on every step, divided by q n). float64 throughout.
+
+    Returns the test statistics per trial: ``final`` = ||(W_T - W_0) u|| (u = the canary direction;
+    what the released model shows), and ``sequence`` = max_t ||(W_t - W_{t-1}) u|| (what the
+    sequence of updates shows)."""
+    from dirdp.mechanism import dirichlet_nll
+
+    if method not in ("alg1", "dpsgd"):
+        raise ValueError(f"method must be 'alg1' or 'dpsgd'. Found {method!r}.")
+    if method == "alg1" and r is None:
+        raise ValueError("Algorithm 1 needs its scale r.")
+    x, y = problem.x, problem.y
+    if with_canary:
+        x = torch.cat([x, problem.x_canary[None]])
+        y = torch.cat([y, torch.tensor([problem.y_canary])])
+    n_dprime, m, d = len(problem.y), len(y), x.shape[1]
+    xb = torch.cat([x, torch.ones(m, 1, dtype=x.dtype)], 1)  # bias as a constant feature
+    u = torch.cat([problem.direction, torch.zeros(1, dtype=x.dtype)])
+    W = torch.zeros(trials, 10, d + 1, dtype=torch.float64)
+    seq = torch.zeros(trials, dtype=torch.float64)
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        pairs = torch.nonzero(torch.rand(trials, m, generator=g) < q)
+        t_idx, r_idx = pairs[:, 0], pairs[:, 1]
+        step = torch.zeros_like(W)
+        if len(pairs):
+            feats = xb[r_idx]
+            logits = torch.einsum("pkd,pd->pk", W[t_idx], feats).requires_grad_(True)
+            if method == "alg1":
+                counts = torch.bincount(t_idx, minlength=trials).to(W.dtype)
+                loss = dirichlet_nll(logits, y[r_idx], r=r, alpha=alpha, generator=g, reduction="none")
+                (loss / counts[t_idx]).sum().backward()
+                grads = logits.grad[:, :, None] * feats[:, None, :]
+            else:
+                F.cross_entropy(logits, y[r_idx], reduction="sum").backward()
+                grads = logits.grad[:, :, None] * feats[:, None, :]
+                norms = grads.flatten(1).norm(dim=1)
+                grads = grads * (max_grad_norm / (norms + 1e-12)).clamp(max=1.0)[:, None, None]
+            step.index_add_(0, t_idx, grads.detach())
+        if method == "dpsgd":
+            step += noise_multiplier * max_grad_norm * torch.randn(W.shape, dtype=W.dtype, generator=g)
+            step /= q * n_dprime  # a constant of the protocol, the same in both worlds
+        elif not len(pairs):
+            continue
+        delta = -lr * step
+        seq = torch.maximum(seq, (delta @ u).norm(dim=1))
+        W += delta
+    return dict(final=(W @ u).norm(dim=1), sequence=seq, weights=W)
+
+
+def audit_threshold(stat_negative: torch.Tensor, stat_positive: torch.Tensor, *, delta: float,
+                    confidence: float = 0.95) -> tuple[EpsilonLowerBound, float]:
+    """Honest thresholding: the first half of each world's trials chooses the threshold (the one
+    with the largest lower bound there), the second half measures FPR and FNR at it. "Positive" =
+    statistic above the threshold = the canary was in. Returns the bound on the held-out half and
+    the threshold."""
+    neg_a, neg_b = stat_negative[: len(stat_negative) // 2], stat_negative[len(stat_negative) // 2:]
+    pos_a, pos_b = stat_positive[: len(stat_positive) // 2], stat_positive[len(stat_positive) // 2:]
+    values = torch.unique(torch.cat([neg_a, pos_a]))  # sorted
+    # thresholds halfway between consecutive observed values (and beyond both ends)
+    candidates = torch.cat([values[:1] - 1, (values[1:] + values[:-1]) / 2, values[-1:] + 1])
+    best, best_t = -1.0, float(candidates[-1])
+    for t in candidates.tolist():
+        lb = epsilon_lower_bound(false_positives=int((neg_a > t).sum()), n_negatives=len(neg_a),
+                                 false_negatives=int((pos_a <= t).sum()), n_positives=len(pos_a), delta=delta,
+                                 confidence=confidence).epsilon
+        if lb > best:
+            best, best_t = lb, t
+    held_out = epsilon_lower_bound(false_positives=int((neg_b > best_t).sum()), n_negatives=len(neg_b),
+                                   false_negatives=int((pos_b <= best_t).sum()), n_positives=len(pos_b), delta=delta,
+                                   confidence=confidence)
+    return held_out, best_t

@@ -89,3 +89,36 @@ def test_one_dpsgd_update_at_the_same_claimed_epsilon_hides_the_image(mnist_imag
     x_hat = audit.reconstruct_dense_first_layer(dW, db)
     cos = float(F.cosine_similarity(x_hat, x.flatten(), dim=0))
     assert abs(cos) < 0.2  # noise, not the image
+
+
+@pytest.fixture(scope="module")
+def problem(mirror_root):
+    return audit.canary_problem(load("mnist", "train", root=mirror_root), n=10)
+
+
+def test_canary_problem_is_a_pair_of_neighbouring_sets_with_an_orthogonal_direction(problem):
+    assert len(problem.y) == 10 and float(problem.direction.norm()) == pytest.approx(1.0)
+    assert float((problem.x @ problem.direction).abs().max()) < 1e-12  # every record of D' is blind to it
+    assert float(problem.x_canary @ problem.direction) > 10
+
+
+@pytest.mark.parametrize("method", ["alg1", "dpsgd"])
+def test_canary_audit_finds_algorithm1_and_does_not_accuse_dpsgd(problem, method):
+    """At claimed eps = 1 (q = 0.005, T = 1000, 60 trials per world): Algorithm 1's released weights
+    separate the worlds perfectly, so the held-out bound is the largest 30 trials allow (2.03, twice
+    the claim); DP-SGD's bound stays at or below its claim."""
+    from dirdp import accountant
+
+    q, steps, eps = 0.005, 1000, 1.0
+    r = accountant.rstar(eps=eps, alpha=3.0, q=q, steps=steps, delta=1e-5)
+    sigma = dpsgd.calibrate(eps=eps, delta=1e-5, q=q, steps=steps).noise_multiplier
+    kw = dict(method=method, q=q, steps=steps, trials=60, r=r, noise_multiplier=sigma)
+    neg = audit.train_linear_trials(problem, with_canary=False, seed=1, **kw)
+    pos = audit.train_linear_trials(problem, with_canary=True, seed=2, **kw)
+    bound, _ = audit.audit_threshold(neg["final"], pos["final"], delta=1e-5)
+    if method == "alg1":
+        assert float(neg["final"].max()) < 1e-12 < float(pos["final"].min())
+        most = math.log((1 - 1e-5 - (1 - 0.025 ** (1 / 30))) / (1 - 0.025 ** (1 / 30)))  # FPR = FNR = 0 of 30
+        assert bound.fpr == 0 and bound.fnr == 0 and bound.epsilon == pytest.approx(most) and most > 2
+    else:
+        assert bound.epsilon <= eps
