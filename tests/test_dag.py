@@ -72,7 +72,7 @@ def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
     proc = snakemake("-n", "--profile", "profiles/slurm", "--config", "datasets=[mnist]", data=tiny_root)
     train_jobs = [block for block in proc.stdout.split("rule ")[1:] if block.startswith("train:")]
     assert len(train_jobs) == 65
-    assert all("gres=gpu:1" in b and "gpu=0" in b for b in train_jobs)
+    assert all("gres=gpu:1" in b and "gpu=0" in b and "--threads 4" in b for b in train_jobs)
 
 
 @pytest.fixture(scope="module")
