@@ -231,3 +231,41 @@ def audit_threshold(stat_negative: torch.Tensor, stat_positive: torch.Tensor, *,
                                    false_negatives=int((pos_b <= best_t).sum()), n_positives=len(pos_b), delta=delta,
                                    confidence=confidence)
     return held_out, best_t
+
+
+# ------------------------------------------------------------------------ membership inference
+
+def roc_at(scores_in: torch.Tensor, scores_out: torch.Tensor, *, fprs=(0.01, 0.001)) -> dict:
+    """AUC (the Mann-Whitney statistic, ties counted 1/2) and the TPR at each FPR, for "member" =
+    score above a threshold set on the non-members' scores."""
+    s_in, s_out = scores_in.double().flatten(), scores_out.double().flatten()
+    ranks = torch.cat([s_in, s_out]).argsort().argsort().double() + 1
+    both = torch.cat([s_in, s_out])
+    # average ranks over ties
+    uniq, inverse = torch.unique(both, return_inverse=True)
+    mean_rank = torch.zeros(len(uniq), dtype=torch.float64).index_add_(0, inverse, ranks)
+    mean_rank /= torch.bincount(inverse, minlength=len(uniq)).double()
+    r_in = mean_rank[inverse[: len(s_in)]].sum()
+    auc = float((r_in - len(s_in) * (len(s_in) + 1) / 2) / (len(s_in) * len(s_out)))
+    out = dict(auc=auc, n_members=len(s_in), n_non_members=len(s_out))
+    for f in fprs:
+        k = int(math.floor(f * len(s_out)))  # at most k non-members above the threshold
+        thr = s_out.sort(descending=True).values[k] if k < len(s_out) else -math.inf
+        out[f"tpr_at_fpr_{f:g}"] = float((s_in > thr).double().mean())
+    return out
+
+
+@torch.no_grad()
+def loss_threshold_attack(model: nn.Module, members, non_members, *, batch: int = 1000) -> dict:
+    """Black-box membership inference (Yeom et al. 2018): score = -cross-entropy of the true label;
+    members (training records) should score higher. Returns :func:`roc_at` of the two score sets."""
+    was = model.training
+    model.eval()
+
+    def scores(split):
+        return torch.cat([-F.cross_entropy(model(split.x[i:i + batch]), split.y[i:i + batch], reduction="none")
+                          for i in range(0, len(split), batch)])
+
+    res = roc_at(scores(members), scores(non_members))
+    model.train(was)
+    return res

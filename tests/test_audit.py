@@ -122,3 +122,29 @@ def test_canary_audit_finds_algorithm1_and_does_not_accuse_dpsgd(problem, method
         assert bound.fpr == 0 and bound.fnr == 0 and bound.epsilon == pytest.approx(most) and most > 2
     else:
         assert bound.epsilon <= eps
+
+
+def test_roc_statistics_against_their_definitions():
+    gen = torch.Generator().manual_seed(0)
+    s_out = torch.randn(4000, generator=gen)
+    same = audit.roc_at(torch.randn(4000, generator=gen), s_out)
+    assert abs(same["auc"] - 0.5) < 0.03 and same["tpr_at_fpr_0.01"] < 0.03
+    shifted = audit.roc_at(torch.randn(4000, generator=gen) + 2.0, s_out)
+    assert shifted["auc"] == pytest.approx(float(torch.distributions.Normal(0, 1).cdf(torch.tensor(2 / 2 ** 0.5))),
+                                           abs=0.02)  # AUC = Phi(mu / sqrt 2)
+    assert audit.roc_at(torch.ones(10), torch.ones(10))["auc"] == 0.5  # ties count 1/2
+
+
+def test_loss_threshold_attack_sees_an_overfitted_model(mnist_images):
+    members = type(mnist_images)(mnist_images.x[:64], mnist_images.y[:64])
+    others = type(mnist_images)(mnist_images.x[64:1064], mnist_images.y[64:1064])
+    torch.manual_seed(0)
+    model = audit.mlp()
+    before = audit.loss_threshold_attack(model, members, others)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(300):
+        opt.zero_grad()
+        F.cross_entropy(model(members.x), members.y).backward()
+        opt.step()
+    after = audit.loss_threshold_attack(model, members, others)
+    assert abs(before["auc"] - 0.5) < 0.15 and after["auc"] > 0.8
