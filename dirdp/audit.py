@@ -269,3 +269,34 @@ def loss_threshold_attack(model: nn.Module, members, non_members, *, batch: int 
     res = roc_at(scores(members), scores(non_members))
     model.train(was)
     return res
+
+
+# --------------------------------------------------------------------------- gradient inversion
+
+def psnr(x_hat: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """Peak signal-to-noise ratio (dB) per image, on the images' own range (max - min of x)."""
+    rng = (x.flatten(1).max(1).values - x.flatten(1).min(1).values).clamp(min=1e-12)
+    mse = ((x_hat - x) ** 2).flatten(1).mean(1).clamp(min=1e-20)
+    return 10 * torch.log10(rng ** 2 / mse)
+
+
+def ssim(x_hat: torch.Tensor, x: torch.Tensor, *, window: int = 7, sigma: float = 1.5) -> torch.Tensor:
+    """Structural similarity (Wang et al. 2004) per image, Gaussian window, images rescaled to x's
+    range [0, 1]; constants K1 = 0.01, K2 = 0.03."""
+    lo = x.flatten(1).min(1).values.view(-1, 1, 1, 1)
+    hi = x.flatten(1).max(1).values.view(-1, 1, 1, 1)
+    a, b = (x_hat - lo) / (hi - lo), (x - lo) / (hi - lo)
+    k = torch.exp(-((torch.arange(window) - window // 2) ** 2) / (2 * sigma ** 2)).to(x.dtype)
+    k = (k[:, None] * k[None, :]) / k.sum() ** 2
+    c = x.shape[1]
+    w = k.expand(c, 1, window, window)
+
+    def blur(t):
+        return F.conv2d(t, w, groups=c)
+
+    mu_a, mu_b = blur(a), blur(b)
+    var_a, var_b = blur(a * a) - mu_a ** 2, blur(b * b) - mu_b ** 2
+    cov = blur(a * b) - mu_a * mu_b
+    c1, c2 = 0.01 ** 2, 0.03 ** 2
+    s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a ** 2 + mu_b ** 2 + c1) * (var_a + var_b + c2))
+    return s.flatten(1).mean(1)

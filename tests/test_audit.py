@@ -148,3 +148,10 @@ def test_loss_threshold_attack_sees_an_overfitted_model(mnist_images):
         opt.step()
     after = audit.loss_threshold_attack(model, members, others)
     assert abs(before["auc"] - 0.5) < 0.15 and after["auc"] > 0.8
+
+
+def test_psnr_and_ssim_of_identical_and_noisy_images(mnist_images):
+    x = mnist_images.x[:4]
+    assert torch.allclose(audit.ssim(x, x), torch.ones(4), atol=1e-6) and (audit.psnr(x, x) > 150).all()
+    noisy = x + torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    assert (audit.ssim(noisy, x) < 0.5).all() and (audit.psnr(noisy, x) < 15).all()
