@@ -35,7 +35,8 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
-    proc = snakemake("-n", "-q", "rules", "--configfile", "config/paper.yaml", data=tiny_root)
+    # --forceall: the whole DAG, whatever is already on disk (a fresh clone has committed results)
+    proc = snakemake("-n", "-q", "rules", "--forceall", "--configfile", "config/paper.yaml", data=tiny_root)
     jobs = job_counts(proc.stdout)
     for name in OBJECTS:
         assert jobs.get(name) == 1, f"no job for {name}"
@@ -57,19 +58,20 @@ def test_missing_data_stops_the_dag_with_one_message_listing_files(tmp_path):
 
 
 def test_datasets_config_restricts_the_dag(mirror_root):
-    proc = snakemake("-n", "-q", "rules", "--configfile", "config/paper.yaml", "--config", "datasets=[mnist]",
-                     data=mirror_root)
+    proc = snakemake("-n", "-q", "rules", "--forceall", "--configfile", "config/paper.yaml", "--config",
+                     "datasets=[mnist]", data=mirror_root)
     assert job_counts(proc.stdout)["train"] == 65  # Table 2: (5 eps + 4 tempered + 4 LATENT) x 5 seeds
 
 
 def test_train_false_aggregates_without_training(tiny_root):
-    proc = snakemake("-n", "-q", "rules", "--configfile", "config/cpu.yaml", "--config", "train=false", data=tiny_root)
+    proc = snakemake("-n", "-q", "rules", "--configfile", "config/cpu.yaml", "--config", "train=false",
+                     "--forcerun", "table2_mnist", "index", data=tiny_root)
     jobs = job_counts(proc.stdout)
     assert "train" not in jobs and jobs["table2_mnist"] == 1 and jobs["index"] == 1
 
 
 def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
-    proc = snakemake("-n", "--profile", "profiles/slurm", "--config", "datasets=[mnist]", data=tiny_root)
+    proc = snakemake("-n", "--forceall", "--profile", "profiles/slurm", "--config", "datasets=[mnist]", data=tiny_root)
     train_jobs = [block for block in proc.stdout.split("rule ")[1:] if block.startswith("train:")]
     assert len(train_jobs) == 65
     assert all("gres=gpu:1" in b and "gpu=0" in b and "--threads 4" in b for b in train_jobs)
