@@ -157,6 +157,13 @@ def _save_atomic(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+def _write_result(result: dict, out: Path) -> None:
+    """The result JSON, written atomically (a reader never sees half a file)."""
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(json.dumps(provenance.jsonable(result), indent=1, default=str, allow_nan=False) + "\n")
+    os.replace(tmp, out)
+
+
 def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | None = None, data_root=None,
           progress: bool = True) -> dict:
     """Run Algorithm 1 for ``cfg`` and write the result JSON to ``out`` (resuming from
@@ -297,9 +304,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         params_sha256=params_sha256(net),
         provenance=dict(prov, wall_time_s=round(wall, 3)),
     )
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(provenance.jsonable(result), indent=1, default=str, allow_nan=False) + "\n")
-    os.replace(tmp, out)
+    _write_result(result, out)
     torch.save(net.state_dict(), out.with_name(out.stem + ".model.pt"))
     ckpt_path.unlink(missing_ok=True)
     return result
@@ -332,7 +337,5 @@ def _train_latent(cfg: RunConfig, out: Path, data: dict[str, Split], *, progress
         wall_time_s=round(wall, 2), steps_per_s=round(cfg.steps / wall, 3) if wall > 0 else None,
         params_sha256=None, provenance=dict(prov, wall_time_s=round(wall, 3)),
     )
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(provenance.jsonable(result), indent=1, default=str, allow_nan=False) + "\n")
-    os.replace(tmp, out)
+    _write_result(result, out)
     return result
