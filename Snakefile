@@ -62,7 +62,8 @@ def object_outputs(name):
 OBJECT_TARGETS = [f for name in OBJECTS for f in object_outputs(name)]
 FIXED_TARGETS = ["results/table6.csv", "results/table7.csv", "figures/h_of_r.pdf", "results/theorem11_mc.csv",
                  "figures/theorem11_kappa_variance.pdf", f"{NB}/explore_kappa.ipynb", "results/runs_summary.csv",
-                 "figures/runs_accuracy_curves.pdf", "results/baselines_comparison.csv"]
+                 "figures/runs_accuracy_curves.pdf", "results/baselines_comparison.csv", "results/audit_canary.csv",
+                 "results/audit_released_models.csv"]
 
 
 rule all:
@@ -139,6 +140,7 @@ rule index:
         "results/table6.csv",
         "results/table7.csv",
         "results/theorem11_mc.csv",
+        "results/audit_canary.csv",
         "dirdp/index.py",
     output:
         "results/README.md",
@@ -219,5 +221,49 @@ rule runs_summary:
         f"{LOGS}/runs_summary.log",
     params:
         cmd=papermill("runs_summary", {"runs_dir": f"results/runs/{PROFILE.name}"}),
+    shell:
+        "{params.cmd}"
+
+
+rule audit_privacy:
+    """The privacy audit (dirdp.audit): reconstruction of private images from one update (analytic on a
+    dense first layer, gradient inversion on conv models), canary epsilon lower bounds for Algorithm 1,
+    DP-SGD and LATENT at the same claimed eps, and membership inference at matched claimed eps."""
+    input:
+        "notebooks/audit_privacy.ipynb",
+        "dirdp/audit.py",
+        "dirdp/mechanism.py",
+        "dirdp/accountant.py",
+        "dirdp/baselines/dpsgd.py",
+        "dirdp/baselines/latent.py",
+    output:
+        "results/audit_canary.csv",
+        "results/audit_reconstruction.csv",
+        "results/audit_membership.csv",
+        "figures/audit_reconstruction.png",
+        "figures/audit_eps_claimed_vs_lower_bound.png",
+        "figures/audit_eps_claimed_vs_lower_bound.pdf",
+        f"{NB}/audit_privacy.ipynb",
+    log:
+        f"{LOGS}/audit_privacy.log",
+    params:
+        cmd=papermill("audit_privacy", {**config["audit"], "profile": PROFILE.name}),
+    shell:
+        "{params.cmd}"
+
+
+rule audit_released_models:
+    """Membership inference (loss threshold) on every image model this profile released."""
+    input:
+        "notebooks/audit_released_models.ipynb",
+        "dirdp/audit.py",
+        run_inputs(sorted(p for p, run in RUNS.items() if run.method != "latent")),
+    output:
+        "results/audit_released_models.csv",
+        f"{NB}/audit_released_models.ipynb",
+    log:
+        f"{LOGS}/audit_released_models.log",
+    params:
+        cmd=papermill("audit_released_models", {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}"}),
     shell:
         "{params.cmd}"

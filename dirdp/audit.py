@@ -23,6 +23,7 @@ Dirichlet sample *and* of x: not post-processing. This module measures what that
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import torch
@@ -300,3 +301,240 @@ def ssim(x_hat: torch.Tensor, x: torch.Tensor, *, window: int = 7, sigma: float 
     c1, c2 = 0.01 ** 2, 0.03 ** 2
     s = ((2 * mu_a * mu_b + c1) * (2 * cov + c2)) / ((mu_a ** 2 + mu_b ** 2 + c1) * (var_a + var_b + c2))
     return s.flatten(1).mean(1)
+
+
+def logit_grad_from_update(grads: list[torch.Tensor]) -> torch.Tensor:
+    """For a network ending in a biased linear layer, the batch-mean gradient of the loss with
+    respect to the logits is that bias's gradient (the last parameter's): for one example it *is*
+    the example's logit gradient, Dirichlet sample and all. Returns [1, num_classes]."""
+    return grads[-1].reshape(1, -1)
+
+
+def invert_gradients(model: nn.Module, observed: list[torch.Tensor], shape: tuple[int, ...], *,
+                     logit_grad: torch.Tensor | None = None, steps: int = 1000, lr: float = 0.1, tv: float = 1e-2,
+                     bounds: tuple[float, float] | None = None, seed: int = 0) -> torch.Tensor:
+    """Gradient inversion in the style of Geiping et al. (2020, "Inverting gradients"): find a batch
+    x whose parameter gradient has the largest cosine similarity with the ``observed`` one, with a
+    total-variation prior; Adam on signed gradients, step size divided by 10 at 3/8, 5/8 and 7/8 of
+    the run, x clipped to ``bounds``.
+
+    The loss's gradient with respect to the logits is unknown to the attacker for a batch (it holds
+    the Dirichlet samples), so it is a free variable g [batch, classes] optimised with x: the
+    surrogate sum_i <g_i, f(x_i)> has parameter gradient sum_i J_i^T g_i, which is the true
+    gradient's form for *any* loss. ``logit_grad`` fixes g (one example: :func:`logit_grad_from_update`).
+    Cosine similarity is scale free, so the attacker needs neither lr, r, alpha nor the sample."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g).requires_grad_(True)
+    free_g = logit_grad is None
+    out_dim = observed[-1].numel()
+    lg = (0.1 * torch.randn(shape[0], out_dim, generator=g)).requires_grad_(True) if free_g else logit_grad.detach()
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam([x, lg] if free_g else [x], lr=lr)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[steps * 3 // 8, steps * 5 // 8, steps * 7 // 8],
+                                                 gamma=0.1)
+    norm_obs = torch.sqrt(sum((o ** 2).sum() for o in observed))
+    for _ in range(steps):
+        opt.zero_grad()
+        surrogate = (model(x) * lg).sum() / shape[0]
+        grads = torch.autograd.grad(surrogate, params, create_graph=True)
+        dot = sum((gr * o).sum() for gr, o in zip(grads, observed))
+        norm = torch.sqrt(sum((gr ** 2).sum() for gr in grads))
+        loss = 1 - dot / (norm * norm_obs + 1e-12)
+        loss = loss + tv * ((x[..., 1:, :] - x[..., :-1, :]).abs().mean() + (x[..., :, 1:] - x[..., :, :-1]).abs().mean())
+        loss.backward()
+        x.grad.sign_()
+        opt.step()
+        sched.step()
+        if bounds is not None:
+            with torch.no_grad():
+                x.clamp_(*bounds)
+    return x.detach()
+
+
+def _parameter_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, method: str, r: float | None = None,
+                      alpha: float = 3.0, noise_multiplier: float = 0.0, max_grad_norm: float = 1.0,
+                      expected_batch: float | None = None, generator: torch.Generator) -> list[torch.Tensor]:
+    """The gradient one step applies (the update divided by -lr) on the batch (x, y): Algorithm 1's
+    batch-mean Dirichlet loss, or DP-SGD's per-example clipped gradients summed, plus
+    N(0, sigma^2 C^2) noise, divided by the expected batch size q n (``expected_batch``)."""
+    from dirdp.mechanism import dirichlet_nll
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    if method == "alg1":
+        loss = dirichlet_nll(model(x), y, r=r, alpha=alpha, generator=generator)
+        return [gr.detach() for gr in torch.autograd.grad(loss, params)]
+    if method != "dpsgd":
+        raise ValueError(f"method must be 'alg1' or 'dpsgd'. Found {method!r}.")
+    total = [torch.zeros_like(p) for p in params]
+    for i in range(len(x)):  # per-example gradients (batches here are small)
+        gi = torch.autograd.grad(F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]), params)
+        scale = min(1.0, max_grad_norm / float(torch.sqrt(sum((t ** 2).sum() for t in gi)) + 1e-12))
+        total = [a + scale * b for a, b in zip(total, gi)]
+    return [(a + noise_multiplier * max_grad_norm * torch.randn(a.shape, generator=generator)) / expected_batch
+            for a in total]
+
+
+def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *, method: str, batch_sizes=(1, 8, 32),
+                         eps: float = 1.0, q: float = 0.005, steps_T: int = 20000, delta: float = 1e-5,
+                         alpha: float = 3.0, attack_steps: int = 1000, n_train: int = 60000, seed: int = 0
+                         ) -> tuple[list[dict], dict[int, tuple[torch.Tensor, torch.Tensor]]]:
+    """Gradient inversion of one training step of ``method`` at claimed ``eps`` (with q, T of the
+    protocol: Algorithm 1 at its r*, DP-SGD at its calibrated noise multiplier, both for eps), on a
+    freshly initialised ``model_fn()`` (the first step of training), for each batch size. Returns one
+    row per batch size (PSNR and SSIM per image, mean and median) and {batch size: (truth, found)}."""
+    from dirdp import accountant
+    from dirdp.baselines import dpsgd
+
+    kw: dict = dict(method=method, alpha=alpha)
+    if method == "alg1":
+        kw["r"] = accountant.rstar(eps=eps, alpha=alpha, q=q, steps=steps_T, delta=delta)
+        param = dict(rstar=kw["r"], noise_multiplier=None)
+    else:
+        cal = dpsgd.calibrate(eps=eps, delta=delta, q=q, steps=steps_T)
+        kw.update(noise_multiplier=cal.noise_multiplier, expected_batch=q * n_train)
+        param = dict(rstar=None, noise_multiplier=cal.noise_multiplier)
+    lo, hi = float(images.min()), float(images.max())
+    rows, pictures, start = [], {}, 0
+    for b in batch_sizes:
+        x, y = images[start:start + b], labels[start:start + b]
+        start += b
+        torch.manual_seed(seed)
+        model = model_fn()
+        if method == "dpsgd":
+            model = dpsgd.make_compatible(model)
+        model.train()
+        gen = torch.Generator().manual_seed(seed + b)
+        t0 = time.perf_counter()
+        observed = _parameter_update(model, x, y, generator=gen, **kw)
+        known = logit_grad_from_update(observed) if b == 1 and method == "alg1" else None
+        found = invert_gradients(model, observed, tuple(x.shape), logit_grad=known, steps=attack_steps,
+                                 bounds=(lo, hi), seed=seed)
+        p, s = psnr(found, x), ssim(found, x)
+        rows.append(dict(method=method, batch_size=b, claimed_eps=eps, q=q, T=steps_T, **param,
+                         psnr_mean=float(p.mean()), psnr_median=float(p.median()), ssim_mean=float(s.mean()),
+                         ssim_median=float(s.median()), attack_steps=attack_steps,
+                         logit_gradient="read from the update" if known is not None else "optimised",
+                         wall_time_s=round(time.perf_counter() - t0, 1)))
+        pictures[b] = (x, found)
+    return rows, pictures
+
+
+
+# ---------------------------------------------------------------------------- audit experiments
+
+CANARY_MODEL = f"softmax regression on {AUDIT_GRID}x{AUDIT_GRID}-pooled MNIST"
+
+
+def canary_audit(problem: CanaryProblem, *, method: str, q: float, steps: int, eps: float, trials: int,
+                 delta: float = 1e-5, alpha: float = 3.0, lr: float = 0.1, max_grad_norm: float = 1.0,
+                 seed: int = 0) -> list[dict]:
+    """The distinguishing audit of one training method at claimed ``eps`` for (q, T = ``steps``):
+    Algorithm 1 at r* (Eq. 1, Theorem 10) or DP-SGD at the noise multiplier Opacus calibrates for
+    (eps, delta); ``trials`` trainings in each world (D' and D = D' + canary, independent seeds);
+    one row per test statistic ("final": the released theta_T, white box; "sequence": every update),
+    with the held-out lower bound of :func:`audit_threshold`."""
+    from dirdp import accountant
+    from dirdp.baselines import dpsgd
+
+    t0 = time.perf_counter()
+    if method == "alg1":
+        r = accountant.rstar(eps=eps, alpha=alpha, q=q, steps=steps, delta=delta)
+        kw = dict(r=r, alpha=alpha)
+        certified, param = accountant.epsilon(r=r, alpha=alpha, q=q, steps=steps, delta=delta).epsilon, f"r*={r:.4f}"
+    elif method == "dpsgd":
+        cal = dpsgd.calibrate(eps=eps, delta=delta, q=q, steps=steps)
+        kw = dict(noise_multiplier=cal.noise_multiplier, max_grad_norm=max_grad_norm)
+        certified, param = cal.epsilon_rdp, f"sigma={cal.noise_multiplier:.4f}, C={max_grad_norm:g}"
+    else:
+        raise ValueError(f"method must be 'alg1' or 'dpsgd'. Found {method!r}.")
+    common = dict(method=method, q=q, steps=steps, trials=trials, lr=lr, **kw)
+    worlds = {w: train_linear_trials(problem, with_canary=w, seed=2 * seed + w, **common) for w in (0, 1)}
+    wall = time.perf_counter() - t0
+    rows = []
+    for stat in ("final", "sequence"):
+        lb, thr = audit_threshold(worlds[0][stat], worlds[1][stat], delta=delta)
+        rows.append(dict(method=method, model=CANARY_MODEL, q=q, T=steps, guarantee=f"central ({eps:g}, {delta:g})-DP",
+                         claimed_eps=eps, certified_eps=certified, mechanism=param, statistic=stat,
+                         eps_lower_bound=lb.epsilon, fpr=lb.fpr, fnr=lb.fnr,
+                         fpr_upper=lb.fpr_upper, fnr_upper=lb.fnr_upper, trials_per_world=trials,
+                         held_out_per_world=lb.n_negatives, confidence=lb.confidence, threshold=thr,
+                         n_dprime=len(problem.y), wall_time_s=round(wall, 1)))
+    return rows
+
+
+def latent_audit(x_a: torch.Tensor, x_b: torch.Tensor, *, eps: float, trials: int, alpha: float = 7.0,
+                 mechanism: str = "uer", seed: int = 0) -> dict:
+    """LATENT's own promise, audited: its release of one record is claimed eps-LDP, so for *any* two
+    records a and b no test on the released bit string may tell them apart beyond eps. Release a
+    (world D) and b (world D') ``trials`` times each through the LATENT layer (untrained conv module
+    of :func:`dirdp.baselines.latent.conv_module`, ``mechanism``: UER by default) and test with the
+    log-likelihood ratio ln Pr[out | a] / Pr[out | b], held-out threshold, delta = 0."""
+    from dirdp.baselines import latent
+
+    t0 = time.perf_counter()
+    cfg = latent.LatentConfig(eps=eps, alpha=alpha, mechanism=mechanism)
+    conv = latent.conv_module(x_a.shape[0], seed=seed)
+    bits = latent.latent_bits(conv, torch.stack([x_a, x_b]), cfg)
+    probs = latent.cfg_probabilities(cfg, bits.shape[1])
+    p, q = probs.per_position()
+    g = torch.Generator().manual_seed(seed)
+
+    def llr(out):
+        o = out.bool()
+        pa = torch.where(bits[0].bool(), p, q)
+        pb = torch.where(bits[1].bool(), p, q)
+        return torch.where(o, pa.log() - pb.log(), torch.log1p(-pa) - torch.log1p(-pb)).sum(-1)
+
+    stats_ = {w: llr(latent.randomize(bits[1 - w].expand(trials, -1), probs, generator=g)) for w in (0, 1)}
+    lb, thr = audit_threshold(stats_[0], stats_[1], delta=0.0)
+    return dict(method="latent", model=f"LATENT layer (untrained conv, {mechanism.upper()}), one release", q=1.0, T=1,
+                guarantee=f"local {eps:g}-DP per record", claimed_eps=eps,
+                certified_eps=float(latent.pair_epsilon(bits[0], bits[1], probs)),
+                mechanism=f"alpha={alpha:g}, L={bits.shape[1]}", statistic="log-likelihood ratio",
+                eps_lower_bound=lb.epsilon, fpr=lb.fpr, fnr=lb.fnr, fpr_upper=lb.fpr_upper,
+                fnr_upper=lb.fnr_upper, trials_per_world=trials, held_out_per_world=lb.n_negatives,
+                confidence=lb.confidence, threshold=thr, n_dprime=1, wall_time_s=round(time.perf_counter() - t0, 1))
+
+
+def membership_experiment(members, non_members, *, method: str, eps: float, q: float, steps: int, out_dir,
+                          dataset: str = "mnist", model: str = "papernot_cnn", seed: int = 0) -> dict:
+    """Black-box membership inference at matched claimed epsilon: train ``model`` on ``members`` only
+    (Algorithm 1 at r*, DP-SGD calibrated by Opacus, or non-private cross-entropy at eps = inf; the
+    same q, T, lr, sampling) with :func:`dirdp.training.train`, then attack the released model with
+    :func:`loss_threshold_attack` on the members against as many ``non_members``."""
+    from pathlib import Path
+
+    from dirdp import training
+
+    cfg = training.make_config(dataset, eps, seed, method=method, model=model, q=q, steps=steps,
+                               eval_every=steps, checkpoint_every=steps + 1)
+    out = Path(out_dir) / f"{method}_eps{eps:g}_seed{seed}.json"
+    res = training.train(cfg, out, data={"train": members, "test": non_members}, progress=False)
+    net, _ = training.load_trained(out)
+    attack = loss_threshold_attack(net, members, non_members)
+    return dict(method=method if math.isfinite(eps) else "non-private", model=model, data=f"{dataset}: {len(members)} members, {len(non_members)} non-members",
+                q=q, T=steps, claimed_eps=eps, certified_eps=res["epsilon"],
+                test_accuracy=res["test_accuracy"], **attack, wall_time_s=res["wall_time_s"])
+
+
+def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=None) -> dict:
+    """:func:`loss_threshold_attack` on a model the DAG released (a run's JSON): ``n`` of its training
+    records against ``n`` test records, both drawn at random."""
+    import json
+
+    from dirdp import training
+    from dirdp.data import Split
+
+    net, data = training.load_trained(result_path, data_root=data_root)
+    g = torch.Generator().manual_seed(seed)
+
+    def pick(split):
+        idx = torch.randperm(len(split), generator=g)[:n]
+        return Split(split.x[idx], split.y[idx])
+
+    res = json.loads(open(result_path).read())
+    method = res.get("method", "alg1") if math.isfinite(res["eps_target"]) else "non-private"
+    return dict(method=method, model=f"{res['model']} ({res['width_label']})",
+                data=f"{res['dataset']}: {n} training vs {n} test records", q=res["q"], T=res["steps"],
+                claimed_eps=res["eps_target"], certified_eps=res["epsilon"], test_accuracy=res["test_accuracy"],
+                **loss_threshold_attack(net, pick(data["train"]), pick(data["test"])))

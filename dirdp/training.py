@@ -310,6 +310,28 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
     return result
 
 
+def load_trained(result_path: str | os.PathLike, *, data_root=None) -> tuple[torch.nn.Module, dict[str, Split]]:
+    """The model a run released (``<stem>.model.pt`` beside its result JSON), in eval mode, and the
+    run's data with its training split exactly as the run saw it (``train_subset`` included), so
+    that the training records can be told apart from the others. Not for LATENT runs (their model
+    reads randomized bit strings, not images)."""
+    result_path = Path(result_path)
+    result = json.loads(result_path.read_text())
+    cfg = RunConfig(**{"method": result.get("method", "alg1"), **result["provenance"]["config"], "device": "cpu"})
+    if cfg.method == "latent":
+        raise ValueError(f"{result_path} is a LATENT run: its model reads randomized bit strings, not images.")
+    weights = result_path.with_name(result_path.stem + ".model.pt")
+    if not weights.exists():
+        raise FileNotFoundError(f"{weights} not found: the run's model is saved there when the run finishes.")
+    spec = get_spec(cfg.dataset)
+    net = build_model(cfg.model, num_classes=spec.num_classes, in_channels=spec.channels, width=cfg.width,
+                      image_size=spec.size)
+    if cfg.method in ("dpsgd", "tempered"):
+        net = dpsgd.make_compatible(net)
+    net.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+    return net.eval(), load_data(cfg, data_root)
+
+
 def _train_latent(cfg: RunConfig, out: Path, data: dict[str, Split], *, progress: bool) -> dict:
     """LATENT (:mod:`dirdp.baselines.latent`) as a run: every record released once through the
     LATENT layer, the FC module trained for ``cfg.steps`` minibatches of q n records. Its epsilon is

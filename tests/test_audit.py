@@ -91,6 +91,17 @@ def test_one_dpsgd_update_at_the_same_claimed_epsilon_hides_the_image(mnist_imag
     assert abs(cos) < 0.2  # noise, not the image
 
 
+def test_the_last_bias_gradient_is_the_logit_gradient_of_one_example(mnist_images):
+    """What the inversion attack reads for batch 1: the Dirichlet loss's gradient with respect to the
+    logits, Dirichlet sample and all, is the last layer's bias gradient."""
+    torch.manual_seed(0)
+    net = audit.mlp()
+    logits = net(mnist_images.x[:1])
+    loss = dirichlet_nll(logits, mnist_images.y[:1], r=0.2349, alpha=3.0, generator=torch.Generator().manual_seed(0))
+    grads = torch.autograd.grad(loss, [logits, *net.parameters()])
+    assert torch.allclose(audit.logit_grad_from_update(list(grads[1:])), grads[0], atol=1e-7)
+
+
 @pytest.fixture(scope="module")
 def problem(mirror_root):
     return audit.canary_problem(load("mnist", "train", root=mirror_root), n=10)
@@ -104,24 +115,55 @@ def test_canary_problem_is_a_pair_of_neighbouring_sets_with_an_orthogonal_direct
 
 @pytest.mark.parametrize("method", ["alg1", "dpsgd"])
 def test_canary_audit_finds_algorithm1_and_does_not_accuse_dpsgd(problem, method):
-    """At claimed eps = 1 (q = 0.005, T = 1000, 60 trials per world): Algorithm 1's released weights
-    separate the worlds perfectly, so the held-out bound is the largest 30 trials allow (2.03, twice
-    the claim); DP-SGD's bound stays at or below its claim."""
+    """At claimed eps = 1 (q = 0.005, T = 1000, 60 trials per world), each method set to eps = 1 by
+    its own accountant: Algorithm 1's released weights separate the worlds perfectly, so the held-out
+    bound is the largest 30 trials allow (2.03, twice the claim); DP-SGD's stays at or below its claim."""
+    rows = audit.canary_audit(problem, method=method, q=0.005, steps=1000, eps=1.0, trials=60, seed=1)
+    assert [r["statistic"] for r in rows] == ["final", "sequence"]
+    for row in rows:
+        assert row["certified_eps"] <= 1.0 + 1e-9 and row["held_out_per_world"] == 30 and row["trials_per_world"] == 60
+    final = rows[0]
+    if method == "alg1":
+        most = math.log((1 - 1e-5 - (1 - 0.025 ** (1 / 30))) / (1 - 0.025 ** (1 / 30)))  # FPR = FNR = 0 of 30
+        assert final["fpr"] == 0 and final["fnr"] == 0 and final["eps_lower_bound"] == pytest.approx(most) and most > 2
+    else:
+        assert all(row["eps_lower_bound"] <= 1.0 for row in rows)
+
+
+def test_the_statistic_is_exactly_zero_without_the_canary_for_algorithm1(problem):
+    """Every record of D' is orthogonal to the canary direction and Algorithm 1 adds no noise to
+    the parameters, so theta_T u = 0 in every D' trial; with the canary, it is sampled in most trials."""
     from dirdp import accountant
 
-    q, steps, eps = 0.005, 1000, 1.0
-    r = accountant.rstar(eps=eps, alpha=3.0, q=q, steps=steps, delta=1e-5)
-    sigma = dpsgd.calibrate(eps=eps, delta=1e-5, q=q, steps=steps).noise_multiplier
-    kw = dict(method=method, q=q, steps=steps, trials=60, r=r, noise_multiplier=sigma)
+    r = accountant.rstar(eps=1.0, alpha=3.0, q=0.005, steps=1000, delta=1e-5)
+    kw = dict(method="alg1", q=0.005, steps=1000, trials=40, r=r)
     neg = audit.train_linear_trials(problem, with_canary=False, seed=1, **kw)
     pos = audit.train_linear_trials(problem, with_canary=True, seed=2, **kw)
-    bound, _ = audit.audit_threshold(neg["final"], pos["final"], delta=1e-5)
-    if method == "alg1":
-        assert float(neg["final"].max()) < 1e-12 < float(pos["final"].min())
-        most = math.log((1 - 1e-5 - (1 - 0.025 ** (1 / 30))) / (1 - 0.025 ** (1 / 30)))  # FPR = FNR = 0 of 30
-        assert bound.fpr == 0 and bound.fnr == 0 and bound.epsilon == pytest.approx(most) and most > 2
+    assert float(neg["final"].max()) < 1e-12 < float(pos["final"].min())
+
+
+@pytest.mark.parametrize("mechanism", ["uer", "rr"])
+def test_latent_audit_refutes_uer_and_not_randomized_response(mnist_images, mechanism):
+    """LATENT's UER release at claimed eps = 1 tells two real records apart (its exact pair loss is in
+    the thousands); randomized response at the same eps, which is sound, does not exceed eps = 1."""
+    row = audit.latent_audit(mnist_images.x[0], mnist_images.x[1], eps=1.0, trials=60, mechanism=mechanism)
+    if mechanism == "uer":
+        assert row["certified_eps"] > 1000 and row["fpr"] == 0 and row["fnr"] == 0 and row["eps_lower_bound"] > 1.0
     else:
-        assert bound.epsilon <= eps
+        assert row["certified_eps"] <= 1.0 + 1e-9 and row["eps_lower_bound"] <= 1.0
+
+
+def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mirror_root, monkeypatch):
+    from dirdp import training
+
+    monkeypatch.setenv("DIRDP_DATA", str(mirror_root))
+    cfg = training.make_config("mnist", 1.0, 0, steps=3, q=0.01, width=0.125, train_subset=500, eval_every=3)
+    data = training.load_data(cfg, mirror_root)
+    res = training.train(cfg, tmp_path / "run.json", data=data, progress=False)
+    net, data2 = training.load_trained(tmp_path / "run.json")
+    assert training.params_sha256(net) == res["params_sha256"] and not net.training
+    assert torch.equal(data2["train"].x, data["train"].x) and len(data2["train"]) == 500
+    assert training.accuracy(net, data["test"]) == res["test_accuracy"]
 
 
 def test_roc_statistics_against_their_definitions():

@@ -40,7 +40,8 @@ def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
     jobs = job_counts(proc.stdout)
     for name in OBJECTS:
         assert jobs.get(name) == 1, f"no job for {name}"
-    for name in ("table6_table7_rstar", "theorem11_kappa_variance", "explore_kappa", "runs_summary", "index"):
+    for name in ("table6_table7_rstar", "theorem11_kappa_variance", "explore_kappa", "runs_summary", "index",
+                 "audit_privacy", "audit_released_models"):
         assert jobs.get(name) == 1, f"no job for {name}"
     paper = Profile.load(REPO / "config/paper.yaml")
     # 5 seeds per table cell (Algorithm 1 and the baselines run here), 10 per Figure 2 point
@@ -109,7 +110,12 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     index = (work / "results/README.md").read_text()
     for obj in OBJECTS.values():
         assert f"results/{obj.name}.csv" in index
-    assert "not run here" in index and "Table 6" in index
+    assert "not run here" in index and "Table 6" in index and "Privacy audit" in index
+    audit_table, _ = provenance.read_csv(work / "results/audit_canary.csv")
+    assert set(audit_table.method) == {"alg1", "dpsgd", "latent"}
+    released, _ = provenance.read_csv(work / "results/audit_released_models.csv")
+    assert sorted(released.claimed_eps) == [1.0, 1.0, float("inf")]  # Algorithm 1 at 1 and inf, tempered at 1
+    assert released.auc.between(0, 1).all()
 
 
 def test_rerun_does_nothing_and_an_interrupted_dag_redoes_only_the_missing_run(smoke_dag):
@@ -121,4 +127,6 @@ def test_rerun_does_nothing_and_an_interrupted_dag_redoes_only_the_missing_run(s
         (work / f).unlink()
     redo = job_counts(snakemake("-n", "-q", "rules", "--configfile", "config/smoke.yaml", cwd=work).stdout)
     assert redo["train"] == 1 and redo["table2_mnist"] == 1 and redo["index"] == 1
+    assert redo["audit_released_models"] == 1  # it attacks the run's model
     assert redo.get("table6_table7_rstar") is None and redo.get("theorem11_kappa_variance") is None
+    assert redo.get("audit_privacy") is None  # it trains its own models
