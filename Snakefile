@@ -264,6 +264,7 @@ rule audit_released_models:
     log:
         f"{LOGS}/audit_released_models.log",
     params:
-        cmd=papermill("audit_released_models", {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}"}),
+        cmd=papermill("audit_released_models", {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}",
+                                                "n": 2000}),
     shell:
         "{params.cmd}"

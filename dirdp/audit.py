@@ -13,11 +13,17 @@ Dirichlet sample *and* of x: not post-processing. This module measures what that
   update on one example gives Delta W1[j] = c_j x^T and Delta b1[j] = c_j for every hidden unit j
   (same scalar c_j, whatever the loss), so x = Delta W1[j] / Delta b1[j] exactly, whatever the
   Dirichlet sample was.
+- :func:`invert_gradients` / :func:`inversion_experiment`: gradient inversion by optimisation
+  (Geiping et al. 2020) for convolutional models, scored by PSNR and SSIM after matching the batch's
+  order (:func:`match_to_truth`).
 - :func:`epsilon_lower_bound`: the distinguishing audit of Jagielski et al. (2020) / Nasr et al.
   (2021). Any (eps, delta)-DP mechanism and any test T satisfy FPR + e^eps FNR >= 1 - delta and
   FNR + e^eps FPR >= 1 - delta, so eps >= max(ln((1 - delta - FNR)/FPR), ln((1 - delta - FPR)/FNR)).
   With FPR and FNR replaced by Clopper-Pearson upper confidence limits the bound holds with the
-  stated confidence.
+  stated confidence. :func:`canary_audit` runs it on many trainings of a linear model with and
+  without a canary (Algorithm 1, DP-SGD), :func:`latent_audit` on LATENT's local-DP release.
+- :func:`loss_threshold_attack`, :func:`membership_experiment`, :func:`released_model_mia`:
+  black-box membership inference (Yeom et al. 2018), AUC and TPR at low FPR.
 """
 
 from __future__ import annotations
@@ -374,6 +380,22 @@ def _parameter_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, met
             for a in total]
 
 
+def match_to_truth(found: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
+    """A batch's update is the same for every order of its examples, so an inversion finds the batch
+    in some order: reorder ``found`` by the assignment that maximises the total SSIM with ``truth``
+    (Hungarian method), as gradient-inversion evaluations do, before scoring image by image."""
+    from scipy.optimize import linear_sum_assignment
+
+    b = len(truth)
+    if b == 1:
+        return found
+    pairs = ssim(found.repeat_interleave(b, 0), truth.repeat(b, 1, 1, 1)).view(b, b)  # [found i, truth j]
+    rows, cols = linear_sum_assignment(pairs.numpy(), maximize=True)
+    order = torch.empty(b, dtype=torch.long)
+    order[torch.as_tensor(cols)] = torch.as_tensor(rows)
+    return found[order]
+
+
 def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *, method: str, batch_sizes=(1, 8, 32),
                          eps: float = 1.0, q: float = 0.005, steps_T: int = 20000, delta: float = 1e-5,
                          alpha: float = 3.0, attack_steps: int = 1000, n_train: int = 60000, seed: int = 0
@@ -381,7 +403,8 @@ def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *
     """Gradient inversion of one training step of ``method`` at claimed ``eps`` (with q, T of the
     protocol: Algorithm 1 at its r*, DP-SGD at its calibrated noise multiplier, both for eps), on a
     freshly initialised ``model_fn()`` (the first step of training), for each batch size. Returns one
-    row per batch size (PSNR and SSIM per image, mean and median) and {batch size: (truth, found)}."""
+    row per batch size (PSNR and SSIM per image after :func:`match_to_truth`, mean and median) and
+    {batch size: (truth, found)}."""
     from dirdp import accountant
     from dirdp.baselines import dpsgd
 
@@ -407,8 +430,8 @@ def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *
         t0 = time.perf_counter()
         observed = _parameter_update(model, x, y, generator=gen, **kw)
         known = logit_grad_from_update(observed) if b == 1 and method == "alg1" else None
-        found = invert_gradients(model, observed, tuple(x.shape), logit_grad=known, steps=attack_steps,
-                                 bounds=(lo, hi), seed=seed)
+        found = match_to_truth(invert_gradients(model, observed, tuple(x.shape), logit_grad=known,
+                                                steps=attack_steps, bounds=(lo, hi), seed=seed), x)
         p, s = psnr(found, x), ssim(found, x)
         rows.append(dict(method=method, batch_size=b, claimed_eps=eps, q=q, T=steps_T, **param,
                          psnr_mean=float(p.mean()), psnr_median=float(p.median()), ssim_mean=float(s.mean()),
@@ -533,8 +556,9 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
         return Split(split.x[idx], split.y[idx])
 
     res = json.loads(open(result_path).read())
-    method = res.get("method", "alg1") if math.isfinite(res["eps_target"]) else "non-private"
+    eps = float(res["eps_target"])  # the JSON stores inf as "inf"
+    method = res.get("method", "alg1") if math.isfinite(eps) else "non-private"
     return dict(method=method, model=f"{res['model']} ({res['width_label']})",
                 data=f"{res['dataset']}: {n} training vs {n} test records", q=res["q"], T=res["steps"],
-                claimed_eps=res["eps_target"], certified_eps=res["epsilon"], test_accuracy=res["test_accuracy"],
+                claimed_eps=eps, certified_eps=float(res["epsilon"]), test_accuracy=res["test_accuracy"],
                 **loss_threshold_attack(net, pick(data["train"]), pick(data["test"])))

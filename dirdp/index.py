@@ -96,7 +96,7 @@ def _fixed_rows(results: Path, profile: str) -> list[str]:
         found = "; ".join(f"{r.method}: {r.eps_lower_bound:.2f} at claimed {r.claimed_eps:g} (q={r.q:g}, T={r.T})"
                           for r in worst.itertuples())
         rows.append(f"| Privacy audit (not in the paper) | [`audit_canary.csv`](audit_canary.csv), "
-                    f"`audit_membership.csv`, `audit_reconstruction.csv` | largest 95% eps lower bound: {found} |")
+                    f"`audit_membership.csv`, `audit_reconstruction.csv`, `audit_released_models.csv` | largest 95% eps lower bound: {found} |")
     return rows
 
 

@@ -1,6 +1,7 @@
 """The audit's building blocks: Clopper-Pearson, the epsilon lower bound, exact reconstruction."""
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -197,3 +198,26 @@ def test_psnr_and_ssim_of_identical_and_noisy_images(mnist_images):
     assert torch.allclose(audit.ssim(x, x), torch.ones(4), atol=1e-6) and (audit.psnr(x, x) > 150).all()
     noisy = x + torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
     assert (audit.ssim(noisy, x) < 0.5).all() and (audit.psnr(noisy, x) < 15).all()
+
+
+def test_match_to_truth_undoes_a_permutation_of_the_batch(mnist_images):
+    x = mnist_images.x[:6]
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    noisy = x[perm] + 0.1 * torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(audit.match_to_truth(noisy, x), noisy[perm.argsort()])
+
+
+@pytest.mark.parametrize("profile", ["paper", "cpu", "quick", "smoke"])
+def test_every_profiles_canary_settings_are_feasible_at_the_claimed_epsilon(profile):
+    """Theorem 10 has a floor (lim r->0 h(r)): an audit setting below it would stop the DAG. Each
+    (q, T) of each profile's audit (canary settings and the membership experiment) must certify its
+    claimed eps, for Algorithm 1 and DP-SGD alike."""
+    import yaml
+
+    from dirdp import accountant
+
+    cfg = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / f"{profile}.yaml").read_text())["audit"]
+    for q, steps in [*cfg["canary"]["settings"], [cfg["membership"]["q"], cfg["membership"]["steps"]]]:
+        r = accountant.rstar(eps=cfg["claimed_eps"], alpha=3.0, q=q, steps=steps, delta=1e-5)
+        assert accountant.epsilon(r=r, alpha=3.0, q=q, steps=steps, delta=1e-5).epsilon <= cfg["claimed_eps"]
+        assert dpsgd.calibrate(eps=cfg["claimed_eps"], delta=1e-5, q=q, steps=steps).epsilon_rdp <= cfg["claimed_eps"]
