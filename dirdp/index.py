@@ -53,7 +53,7 @@ def _object_section(name: str, table: pd.DataFrame, profile: str) -> tuple[str, 
     not_run = table[(table.label != "run here") & (table.label != "paper, cited") & table.method.eq("Algorithm 1")]
     reasons = not_run.status.value_counts()
     if len(reasons):
-        summary += ("; " if summary else "") + "; ".join(f"{n} cells {s}" for s, n in reasons.items())
+        summary += ("; " if summary else "") + "; ".join(f"{_cells(n)} {s}" for s, n in reasons.items())
     lines = [f"### {obj.title} — `results/{name}.csv`", "", f"{obj.caption}. Command: {_cmd(profile, f'results/{name}.csv')}", ""]
     if len(here):
         lines += ["| method | cell | ours (mean ± std over seeds) | n | paper | diff | status | setting |",
@@ -64,10 +64,14 @@ def _object_section(name: str, table: pd.DataFrame, profile: str) -> tuple[str, 
                          f"{diff} | {r.status} | {r.setting} |")
         lines.append("")
     if len(reasons):
-        why = ", ".join(f"{n} cells ({s.removeprefix('not run here (').removesuffix(')')})" for s, n in reasons.items())
+        why = ", ".join(f"{_cells(n)} ({s.removeprefix('not run here (').removesuffix(')')})" for s, n in reasons.items())
         lines += [f"Not run here: {why}.", ""]
     row = f"| {obj.title} | [`{name}.csv`]({name}.csv) | {summary or 'nothing run'} |"
     return row, lines
+
+
+def _cells(n: int) -> str:
+    return f"{n} cell" + ("" if n == 1 else "s")
 
 
 def _fixed_rows(results: Path, profile: str) -> list[str]:
