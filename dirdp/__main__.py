@@ -142,6 +142,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_b.add_argument("--channels-last", action="store_true")
     p_b.add_argument("--baselines", action="store_true",
                      help="also DP-SGD (Opacus) vs Algorithm 1 on the same GroupNorm model, and the tempered-sigmoid CNN")
+    p_b.add_argument("--threads", type=int,
+                     help="CPU threads for torch (default: torch's choice; the cpu profile's runs use 1)")
     p_b.add_argument("--json", action="store_true", help="also print the rows as one JSON list")
     return parser
 
@@ -156,7 +158,12 @@ def main(argv: list[str] | None = None) -> int:
         print(write_index(results=args.results, profile=args.profile, out=args.out))
         return 0
     if args.command == "bench":
+        import torch
+
         from dirdp import bench
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
 
         rows = bench.main(args.models, width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
                           baselines=args.baselines,

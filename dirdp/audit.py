@@ -448,6 +448,18 @@ def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *
 CANARY_MODEL = f"softmax regression on {AUDIT_GRID}x{AUDIT_GRID}-pooled MNIST"
 
 
+def never_sampled_bound(*, q: float, steps: int, delta: float) -> float:
+    """eps >= ln(1 - delta) - T ln(1 - q): the exact lower bound on any mechanism whose test statistic
+    is 0 on every run without the canary and almost surely non-zero on every run that samples it.
+    With S = {statistic = 0}, P_D'(S) = 1 and P_D(S) = (1 - q)^T (the canary is never in T Poisson
+    batches), and (eps, delta)-DP demands P_D'(S) <= e^eps P_D(S) + delta.
+
+    Algorithm 1 in the canary audit is such a mechanism: every record of D' is orthogonal to the
+    canary direction u and no noise is added to the parameters, so theta_T u = 0 exactly on D';
+    once the canary is sampled, its Dirichlet-sampled gradient gives theta_T u != 0 almost surely."""
+    return math.log1p(-delta) - steps * math.log1p(-q)
+
+
 def canary_audit(problem: CanaryProblem, *, method: str, q: float, steps: int, eps: float, trials: int,
                  delta: float = 1e-5, alpha: float = 3.0, lr: float = 0.1, max_grad_norm: float = 1.0,
                  seed: int = 0) -> list[dict]:
@@ -455,7 +467,8 @@ def canary_audit(problem: CanaryProblem, *, method: str, q: float, steps: int, e
     Algorithm 1 at r* (Eq. 1, Theorem 10) or DP-SGD at the noise multiplier Opacus calibrates for
     (eps, delta); ``trials`` trainings in each world (D' and D = D' + canary, independent seeds);
     one row per test statistic ("final": the released theta_T, white box; "sequence": every update),
-    with the held-out lower bound of :func:`audit_threshold`."""
+    with the held-out lower bound of :func:`audit_threshold`, and for Algorithm 1 the exact bound of
+    :func:`never_sampled_bound` beside the largest D' statistic seen (0 up to rounding: its check)."""
     from dirdp import accountant
     from dirdp.baselines import dpsgd
 
@@ -478,7 +491,10 @@ def canary_audit(problem: CanaryProblem, *, method: str, q: float, steps: int, e
         lb, thr = audit_threshold(worlds[0][stat], worlds[1][stat], delta=delta)
         rows.append(dict(method=method, model=CANARY_MODEL, q=q, T=steps, guarantee=f"central ({eps:g}, {delta:g})-DP",
                          claimed_eps=eps, certified_eps=certified, mechanism=param, statistic=stat,
-                         eps_lower_bound=lb.epsilon, fpr=lb.fpr, fnr=lb.fnr,
+                         eps_lower_bound=lb.epsilon,
+                         eps_exact_bound=never_sampled_bound(q=q, steps=steps, delta=delta) if method == "alg1"
+                         else math.nan,
+                         dprime_stat_max=float(worlds[0][stat].max()), fpr=lb.fpr, fnr=lb.fnr,
                          fpr_upper=lb.fpr_upper, fnr_upper=lb.fnr_upper, trials_per_world=trials,
                          held_out_per_world=lb.n_negatives, confidence=lb.confidence, threshold=thr,
                          n_dprime=len(problem.y), wall_time_s=round(wall, 1)))

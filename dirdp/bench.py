@@ -65,8 +65,8 @@ def bench_model(name: str, *, width: float = 1.0, reps: int = 5, device: str = "
         plain.append(step(False))
         private.append(step(True))
     t_plain, t_private = statistics.median(plain), statistics.median(private)
-    return dict(model=name, width=width, batch=preset.batch_size, device=str(dev), bf16=bf16,
-                channels_last=channels_last, reps=reps, nonprivate_s=t_plain, algorithm1_s=t_private,
+    return dict(model=name, width=width, batch=preset.batch_size, device=str(dev), threads=torch.get_num_threads(),
+                bf16=bf16, channels_last=channels_last, reps=reps, nonprivate_s=t_plain, algorithm1_s=t_private,
                 ratio=t_private / t_plain, steps_per_s=1.0 / t_private)
 
 
@@ -115,7 +115,8 @@ def bench_baselines(name: str, *, width: float = 1.0, reps: int = 5, r: float = 
         for k in kinds:
             times[k].append(step(k))
     med = {k: statistics.median(v) for k, v in times.items()}
-    return dict(model=name, width=width, batch=preset.batch_size, norm="GroupNorm (Opacus-compatible)", reps=reps,
+    return dict(model=name, width=width, batch=preset.batch_size, norm="GroupNorm (Opacus-compatible)",
+                threads=torch.get_num_threads(), reps=reps,
                 nonprivate_s=med["nonprivate"], algorithm1_s=med["alg1"], dpsgd_s=med["dpsgd"],
                 dpsgd_over_algorithm1=med["dpsgd"] / med["alg1"])
 
@@ -123,6 +124,7 @@ def bench_baselines(name: str, *, width: float = 1.0, reps: int = 5, r: float = 
 def main(models, *, width: float, reps: int, device: str, bf16: bool, channels_last: bool,
          baselines: bool = False) -> list[dict]:
     rows = []
+    print(f"device {device}, {torch.get_num_threads()} torch thread(s); medians of {reps} interleaved steps")
     print(f"{'model':10s} {'width':>5s} {'batch':>5s} {'non-private s/step':>19s} {'Algorithm 1 s/step':>19s} "
           f"{'ratio':>6s}")
     for name in models:

@@ -50,7 +50,7 @@ def _object_section(name: str, table: pd.DataFrame, profile: str) -> tuple[str, 
     here = table[table.label == "run here"]
     counts = here.status.value_counts()
     summary = "; ".join(f"{n} {s}" for s, n in counts.items()) if len(here) else ""
-    not_run = table[(table.label != "run here") & (table.label != "paper, cited") & table.method.eq("Algorithm 1")]
+    not_run = table[(table.label != "run here") & (table.label != "paper, cited")]  # every method's cells
     reasons = not_run.status.value_counts()
     if len(reasons):
         summary += ("; " if summary else "") + "; ".join(f"{_cells(n)} {s}" for s, n in reasons.items())
@@ -64,7 +64,9 @@ def _object_section(name: str, table: pd.DataFrame, profile: str) -> tuple[str, 
                          f"{diff} | {r.status} | {r.setting} |")
         lines.append("")
     if len(reasons):
-        why = ", ".join(f"{_cells(n)} ({s.removeprefix('not run here (').removesuffix(')')})" for s, n in reasons.items())
+        why = "; ".join(f"{_cells(n)} ({s.removeprefix('not run here (').removesuffix(')')}): "
+                        + ", ".join(f"{r.method} eps={fmt(float(r.eps))}" for r in not_run[not_run.status == s].itertuples())
+                        for s, n in reasons.items())
         lines += [f"Not run here: {why}.", ""]
     row = f"| {obj.title} | [`{name}.csv`]({name}.csv) | {summary or 'nothing run'} |"
     return row, lines

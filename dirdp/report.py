@@ -215,7 +215,7 @@ def _draw(ax, obj: PaperObject, table: pd.DataFrame, title_note: str) -> None:
         if len(ours):
             ox = ours[x] if x == "q" else _eps_x(ours.eps, xmax)
             ax.errorbar(ox, ours["mean"], yerr=ours["std"].fillna(0).astype(float), fmt="o-", color=color, capsize=3,
-                        label=f"{m} (run here)")
+                        label=f"{m} (run here" + ("; eps is local DP per record)" if m == "LATENT" else ")"))
         cited = table[(table.method == m) & (table.label == "paper, cited")]
         for c in cited.itertuples():
             e = c.eps_reported if not pd.isna(c.eps_reported) else c.eps

@@ -75,6 +75,14 @@ class RunConfig:
         return d
 
 
+def progress_bar(*, total: int, desc: str, initial: int = 0):
+    """A tqdm bar over training steps: live in a terminal, one line every 30 s in a log file (DAG jobs)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit="step", dynamic_ncols=True,
+                mininterval=0.1 if sys.stderr.isatty() else 30.0)
+
+
 def make_config(dataset: str, eps: float, seed: int = 0, **overrides) -> RunConfig:
     """The paper's protocol for ``dataset`` (Section 4.1.2), with ``overrides`` (None = keep).
     Adam defaults to lr = 0.001 (Appendix G); CIFAR-10 turns augmentation on."""
@@ -230,13 +238,9 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
     t_start = time.perf_counter() - state["elapsed"]
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
         label = (f"{cfg.method} {cfg.dataset} eps={cfg.eps:g}" + (f" r*={r:.4f}" if r else "")
                  + (f" sigma={calibration.noise_multiplier:.3f}" if calibration else "") + f" w={cfg.width:g}")
-        # in a terminal: live; in a log file (DAG jobs): one line every 30 s
-        bar = tqdm(total=cfg.steps, initial=state["step"], desc=label, unit="step", dynamic_ncols=True,
-                   mininterval=0.1 if sys.stderr.isatty() else 30.0)
+        bar = progress_bar(total=cfg.steps, initial=state["step"], desc=label)
     for step in range(state["step"], cfg.steps):
         idx = poisson_sample(n, cfg.q, size_generator=g_size, index_generator=g_dev, device=device)
         if idx.numel() == 0:

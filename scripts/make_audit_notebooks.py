@@ -164,25 +164,42 @@ canary_table = pd.DataFrame(audit_rows)
 canary_table["ci"] = [f"FPR <= {a:.3g}, FNR <= {b:.3g}" for a, b in zip(canary_table.fpr_upper, canary_table.fnr_upper)]
 canary_table["verdict"] = ["claim violated" if lb > c else "no violation found"
                            for lb, c in zip(canary_table.eps_lower_bound, canary_table.claimed_eps)]
-print(canary_table[["method", "q", "T", "claimed_eps", "certified_eps", "mechanism", "statistic", "eps_lower_bound", "ci", "trials_per_world", "verdict", "wall_time_s"]].to_string(index=False))
+print(canary_table[["method", "q", "T", "claimed_eps", "certified_eps", "mechanism", "statistic", "eps_lower_bound", "eps_exact_bound", "ci", "trials_per_world", "verdict", "wall_time_s"]].to_string(index=False))
 print("wrote", provenance.write_csv(canary_table, results_dir / "audit_canary.csv", provenance.collect(params, seed=seed)))""", "canary-run")
-code("""fig, ax = plt.subplots(figsize=(6.5, 3.6))
-colors = {"alg1": "tab:blue", "dpsgd": "tab:orange", "latent": "tab:green"}
-labels_ = {"alg1": "Algorithm 1", "dpsgd": "DP-SGD (Opacus)", "latent": "LATENT (local DP)"}
-ticks = []
-for k, row in canary_table.reset_index(drop=True).iterrows():
-    ax.bar(k, row.eps_lower_bound, color=colors[row.method], alpha=0.9 if row.statistic != "sequence" else 0.5,
-           label=labels_[row.method] if row.method not in [t[1] for t in ticks] else None)
-    ticks.append((f"{row.method}\\nq={row.q:g} T={row['T']}\\n{row.statistic}", row.method))
-ax.axhline(claimed_eps, color="k", ls="--", lw=1, label=f"claimed eps = {claimed_eps:g}")
-held = int(canary_table.held_out_per_world.max())
+code("""held = int(canary_table.held_out_per_world.max())
 ceiling = audit.epsilon_lower_bound(false_positives=0, n_negatives=held, false_negatives=0, n_positives=held,
                                     delta=delta).epsilon
+colors = {"alg1": "tab:blue", "dpsgd": "tab:orange", "latent": "tab:green"}
+names = {"alg1": "Algorithm 1", "dpsgd": "DP-SGD (Opacus)", "latent": "LATENT (local DP)"}
+fig, ax = plt.subplots(figsize=(9, 4.4))
+x, group_ticks, seen = 0.0, [], set()
+for (q, T), group in canary_table.groupby(["q", "T"], sort=False, dropna=False):
+    first = x
+    for row in group.itertuples():
+        ax.bar(x, row.eps_lower_bound, width=0.8, color=colors[row.method], hatch="//" if row.statistic == "sequence" else None,
+               edgecolor="white", label=None if row.method in seen else names[row.method])
+        seen.add(row.method)
+        ax.text(x, row.eps_lower_bound + 0.08, f"{row.eps_lower_bound:.2f}", ha="center", va="bottom", fontsize=7,
+                color=colors[row.method])
+        ax.text(x, -0.1, {"final": "final", "sequence": "upd."}.get(row.statistic, "LLR"), ha="center", va="top", fontsize=6)
+        x += 1
+    exact = group.eps_exact_bound.dropna()
+    if len(exact):
+        ax.text((first + x - 1) / 2, ceiling + 0.35, f"Alg. 1 exact bound: {exact.iloc[0]:.1f}", ha="center", fontsize=7,
+                color=colors["alg1"])
+    setting = "LATENT, one release" if group.method.iloc[0] == "latent" else f"q = {q:g}, T = {int(T):,}"
+    group_ticks.append(((first + x - 1) / 2, setting))
+    x += 1.5
+ax.axhline(claimed_eps, color="k", ls="--", lw=1, label=f"claimed eps = {claimed_eps:g}")
 ax.axhline(ceiling, color="grey", ls=":", lw=1, label=f"most {held} held-out trials per world can show ({ceiling:.2f})")
-ax.set_xticks(range(len(ticks)), [t[0] for t in ticks], fontsize=6)
+ax.set_xticks([t for t, _ in group_ticks], [s for _, s in group_ticks], fontsize=8)
+ax.tick_params(axis="x", pad=14, length=0)
+ax.set_ylim(0, ceiling + 2.2)
 ax.set_ylabel("empirical eps lower bound (95%)")
-ax.set_title(f"Claimed eps vs what an audit proves ({canary['trials']} trials per world, profile '{profile}')", fontsize=9)
-ax.legend(fontsize=7)
+ax.set_title(f"Claimed eps vs what an audit proves ({canary['trials']} trials per world, profile '{profile}')\n"
+             "final: the released model; upd. (hatched): the sequence of updates; LLR: LATENT's likelihood ratio",
+             fontsize=8)
+ax.legend(fontsize=7, loc="upper center", ncol=3)
 fig.tight_layout()
 for ext in ("png", "pdf"):
     fig.savefig(figures_dir / f"audit_eps_claimed_vs_lower_bound.{ext}", dpi=150)

@@ -127,8 +127,10 @@ def test_canary_audit_finds_algorithm1_and_does_not_accuse_dpsgd(problem, method
     if method == "alg1":
         most = math.log((1 - 1e-5 - (1 - 0.025 ** (1 / 30))) / (1 - 0.025 ** (1 / 30)))  # FPR = FNR = 0 of 30
         assert final["fpr"] == 0 and final["fnr"] == 0 and final["eps_lower_bound"] == pytest.approx(most) and most > 2
+        # the exact bound (-T ln(1 - q) = 5.01 here) beyond what 30 held-out trials can show; its premise held
+        assert all(row["eps_exact_bound"] > most and row["dprime_stat_max"] < 1e-12 for row in rows)
     else:
-        assert all(row["eps_lower_bound"] <= 1.0 for row in rows)
+        assert all(row["eps_lower_bound"] <= 1.0 and math.isnan(row["eps_exact_bound"]) for row in rows)
 
 
 def test_the_statistic_is_exactly_zero_without_the_canary_for_algorithm1(problem):
@@ -141,6 +143,16 @@ def test_the_statistic_is_exactly_zero_without_the_canary_for_algorithm1(problem
     neg = audit.train_linear_trials(problem, with_canary=False, seed=1, **kw)
     pos = audit.train_linear_trials(problem, with_canary=True, seed=2, **kw)
     assert float(neg["final"].max()) < 1e-12 < float(pos["final"].min())
+
+
+def test_never_sampled_bound_is_the_dp_inequality_on_the_event_statistic_zero():
+    """P_D'(S) = 1 <= e^eps (1 - q)^T + delta holds with equality at the bound, and fails just below it:
+    10.0 at (q, T) = (0.005, 2000), 100.3 at the paper's (0.005, 20000)."""
+    for q, T, expected in ((0.005, 2000, 10.0), (0.01, 2000, 20.1), (0.005, 20000, 100.3)):
+        eps = audit.never_sampled_bound(q=q, steps=T, delta=1e-5)
+        assert round(eps, 1) == expected
+        assert math.exp(eps) * (1 - q) ** T + 1e-5 == pytest.approx(1.0, rel=1e-9)
+        assert math.exp(eps - 0.01) * (1 - q) ** T + 1e-5 < 1.0
 
 
 @pytest.mark.parametrize("mechanism", ["uer", "rr"])

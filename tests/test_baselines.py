@@ -36,6 +36,22 @@ def test_noise_multiplier_meets_the_target_epsilon_not_above(eps, q, steps):
     assert 0 < cal.epsilon_prv <= cal.epsilon_rdp + 1e-9  # PRV is the tighter accountant here
 
 
+def test_calibration_warns_only_when_the_answers_best_order_is_the_largest():
+    """At (q, T) = (0.005, 2000) Opacus' search probes small sigmas whose best order is 256 and warns;
+    the answer's best order is 14, so calibrate() says nothing."""
+    import warnings
+
+    from opacus.accountants.analysis.rdp import compute_rdp, get_privacy_spent
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        cal = dpsgd.calibrate(eps=1.0, delta=1e-5, q=0.005, steps=2000)
+    assert not [w for w in caught if "largest alpha" in str(w.message)]
+    orders = dpsgd.rdp_orders()
+    rdp = compute_rdp(q=0.005, noise_multiplier=cal.noise_multiplier, steps=2000, orders=orders)
+    assert get_privacy_spent(orders=orders, rdp=rdp, delta=1e-5)[1] < max(orders)
+
+
 def test_noise_multiplier_falls_as_the_budget_grows():
     sig = [dpsgd.calibrate(eps=e, delta=1e-5, q=250 / 60000, steps=9600).noise_multiplier for e in (0.5, 1, 2, 4)]
     assert sig == sorted(sig, reverse=True)

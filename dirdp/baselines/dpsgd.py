@@ -63,8 +63,11 @@ def calibrate(*, eps: float, delta: float, q: float, steps: int) -> Calibration:
 
     if not eps > 0:
         raise ValueError(f"DP-SGD needs a finite eps > 0. Found eps={eps}.")
-    sigma = float(get_noise_multiplier(target_epsilon=eps, target_delta=delta, sample_rate=q, steps=steps,
-                                       accountant="rdp", alphas=rdp_orders()))
+    with warnings.catch_warnings():
+        # the binary search probes small sigmas whose best order is the largest; only the answer's order matters
+        warnings.filterwarnings("ignore", message="Optimal order is the largest alpha")
+        sigma = float(get_noise_multiplier(target_epsilon=eps, target_delta=delta, sample_rate=q, steps=steps,
+                                           accountant="rdp", alphas=rdp_orders()))
     return Calibration(noise_multiplier=sigma,
                        epsilon_rdp=_opacus_epsilon("rdp", sigma=sigma, q=q, steps=steps, delta=delta),
                        epsilon_prv=_opacus_epsilon("prv", sigma=sigma, q=q, steps=steps, delta=delta),

@@ -521,9 +521,9 @@ def train_latent(*, train: Split, test: Split, num_classes: int, cfg: LatentConf
         loss_sum, loss_n = 0.0, 0
         bar = None
         if progress:
-            from tqdm.auto import tqdm
+            from dirdp.training import progress_bar
 
-            bar = tqdm(total=steps, desc=f"LATENT {cfg.mechanism} eps={cfg.eps:g} alpha={cfg.alpha:g}", unit="step")
+            bar = progress_bar(total=steps, desc=f"LATENT {cfg.mechanism} eps={cfg.eps:g} alpha={cfg.alpha:g}")
         model.train()
         for step in range(steps):
             if pos + batch_size > n and pos > 0:  # new epoch: a fresh permutation
