@@ -271,7 +271,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
             loss_sum.zero_()
             loss_n = 0
             if bar is not None:
-                bar.set_postfix(loss=f"{mean_loss:.4f}")
+                bar.set_postfix(loss=f"{mean_loss:.4f}", refresh=False)  # shown at the bar's next redraw
         if done % cfg.eval_every == 0 or done == cfg.steps:
             state["acc_curve"].append([done, accuracy(net, data["test"], channels_last=cfg.channels_last)])
             if bar is not None:

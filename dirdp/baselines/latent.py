@@ -545,7 +545,7 @@ def train_latent(*, train: Split, test: Split, num_classes: int, cfg: LatentConf
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=loss_curve[-1][1] if loss_curve else None,
-                                test_acc=acc_curve[-1][1] if acc_curve else None)
+                                test_acc=acc_curve[-1][1] if acc_curve else None, refresh=False)
         if bar is not None:
             bar.close()
         train_acc = _accuracy(model, train_bits, train.y)
