@@ -196,7 +196,7 @@ ax.set_xticks([t for t, _ in group_ticks], [s for _, s in group_ticks], fontsize
 ax.tick_params(axis="x", pad=14, length=0)
 ax.set_ylim(0, ceiling + 2.2)
 ax.set_ylabel("empirical eps lower bound (95%)")
-ax.set_title(f"Claimed eps vs what an audit proves ({canary['trials']} trials per world, profile '{profile}')\n"
+ax.set_title(f"Claimed eps vs what an audit proves ({canary['trials']} trials per world, profile '{profile}')\\n"
              "final: the released model; upd. (hatched): the sequence of updates; LLR: LATENT's likelihood ratio",
              fontsize=8)
 ax.legend(fontsize=7, loc="upper center", ncol=3)
