@@ -166,11 +166,14 @@ def test_latent_audit_refutes_uer_and_not_randomized_response(mnist_images, mech
         assert row["certified_eps"] <= 1.0 + 1e-9 and row["eps_lower_bound"] <= 1.0
 
 
-def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mirror_root, monkeypatch):
+@pytest.mark.parametrize("method", ["alg1", "dpsgd"])
+def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mirror_root, monkeypatch, method):
+    """Also for DP-SGD, whose released Inception has GroupNorm in place of BatchNorm."""
     from dirdp import training
 
     monkeypatch.setenv("DIRDP_DATA", str(mirror_root))
-    cfg = training.make_config("mnist", 1.0, 0, steps=3, q=0.01, width=0.125, train_subset=500, eval_every=3)
+    cfg = training.make_config("mnist", 1.0, 0, method=method, steps=3, q=0.01, width=0.125, train_subset=500,
+                               eval_every=3)
     data = training.load_data(cfg, mirror_root)
     res = training.train(cfg, tmp_path / "run.json", data=data, progress=False)
     net, data2 = training.load_trained(tmp_path / "run.json")
