@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import os
 import platform
 import subprocess
 from pathlib import Path
@@ -17,7 +18,9 @@ _PREFIX = "# provenance: "
 
 
 def git_commit(cwd: str | Path | None = None) -> str:
-    """HEAD's commit, suffixed "+dirty" when tracked files differ from it; "unknown" outside git."""
+    """HEAD's commit, suffixed "+dirty" when tracked files differ from it. Outside a git checkout (a copy
+    of the tree on a GPU machine) it is ``$DIRDP_GIT_COMMIT``, which ``scripts/gpu_prepare.sh`` records
+    for the campaign (suffixed "+copy": the files were not checked there), else "unknown"."""
     root = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
         sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
@@ -26,7 +29,8 @@ def git_commit(cwd: str | Path | None = None) -> str:
                                 ":(top,exclude)results", ":(top,exclude)figures"], cwd=root,
                                capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+        recorded = os.environ.get("DIRDP_GIT_COMMIT", "").strip()
+        return f"{recorded}+copy" if recorded else "unknown"
     return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 

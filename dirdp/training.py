@@ -12,7 +12,9 @@ import hashlib
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,6 +167,68 @@ def _save_atomic(obj, path: Path) -> None:
     os.replace(tmp, path)
 
 
+class Interrupted(Exception):
+    """A run stopped by SIGTERM/SIGINT after writing its checkpoint: rerun the same command to resume."""
+
+    def __init__(self, out: Path, step: int, steps: int):
+        super().__init__(f"{out}: interrupted at step {step} of {steps}; checkpoint {out.name}.ckpt.pt written. "
+                         "Rerun the same command to resume.")
+        self.step = step
+
+
+class _StopRequest:
+    """While active, SIGTERM and SIGINT only set a flag: the loop finishes its step, writes a checkpoint and
+    stops (a budget or a scheduler's kill then loses no work). Off the main thread it does nothing."""
+
+    def __init__(self):
+        self.requested = False
+        self._old = {}
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        self.requested = True
+
+    def __exit__(self, *exc):
+        for sig, handler in self._old.items():
+            signal.signal(sig, handler)
+
+
+def _lock(out: Path):
+    """An exclusive lock on ``<out>.lock`` for the life of the run: two processes never train the same
+    result (released by the OS when the process ends, however it ends)."""
+    import fcntl
+
+    fh = open(out.with_name(out.name + ".lock"), "a+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise ValueError(f"another process is training {out} right now (lock {out.name}.lock is held); "
+                         "wait for it or stop it first.") from None
+    return fh
+
+
+def is_running(out: str | os.PathLike) -> bool:
+    """Whether a process holds the training lock of result ``out`` now."""
+    import fcntl
+
+    lock = Path(str(out) + ".lock")
+    if not lock.exists():
+        return False
+    with open(lock, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        fcntl.flock(fh, fcntl.LOCK_UN)
+    return False
+
+
 def _write_result(result: dict, out: Path) -> None:
     """The result JSON, written atomically (a reader never sees half a file)."""
     tmp = out.with_name(out.name + ".tmp")
@@ -178,6 +242,15 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
     ``<out>.ckpt.pt`` if a checkpoint of the same run is there). Returns the result record."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out)
+    try:
+        with _StopRequest() as stop:
+            return _train(cfg, out, data=data, data_root=data_root, progress=progress, stop=stop)
+    finally:
+        lock.close()
+
+
+def _train(cfg: RunConfig, out: Path, *, data, data_root, progress: bool, stop: _StopRequest) -> dict:
     ckpt_path = out.with_name(out.name + ".ckpt.pt")
     device = torch.device(cfg.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -227,6 +300,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         g_size.set_state(ckpt["g_size"].cpu())
         g_dev.set_state(ckpt["g_dev"].cpu())
         state = ckpt["state"]
+        print(f"resumed from step {state['step']} of {cfg.steps} ({ckpt_path})", file=sys.stderr, flush=True)
 
     def checkpoint():
         _save_atomic(dict(identity=cfg.identity(), model=net.state_dict(), optimizer=opt.state_dict(),
@@ -280,9 +354,13 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         if bar is not None:
             bar.update(1)
         state["step"] = done
-        if done % cfg.checkpoint_every == 0 and done < cfg.steps:
+        if (done % cfg.checkpoint_every == 0 or stop.requested) and done < cfg.steps:
             state.update(elapsed=time.perf_counter() - t_start, loss_sum=loss_sum.item(), loss_n=loss_n)
             checkpoint()
+            if stop.requested:
+                if bar is not None:
+                    bar.close()
+                raise Interrupted(out, done, cfg.steps)
     if bar is not None:
         bar.close()
     wall = time.perf_counter() - t_start
