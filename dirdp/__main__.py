@@ -9,6 +9,8 @@ import sys
 from dirdp import accountant
 from dirdp.presets import PRESETS, get_preset
 
+EXIT_INTERRUPTED = 75  # train stopped by SIGTERM/SIGINT after checkpointing (EX_TEMPFAIL): rerun to resume
+
 
 def _protocol(args) -> dict:
     """(alpha, q, steps, delta) from --preset, each overridable by its own flag."""
@@ -81,7 +83,7 @@ def _train(args) -> int:
     from pathlib import Path
 
     from dirdp.data import DatasetMissingError
-    from dirdp.training import make_config, train
+    from dirdp.training import Interrupted, make_config, train
 
     if Path(args.out).exists() and not args.force:
         print(f"{args.out} exists: nothing to do (use --force to run again).", file=sys.stderr)
@@ -101,6 +103,9 @@ def _train(args) -> int:
     except (ValueError, DatasetMissingError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except Interrupted as stopped:  # SIGTERM/SIGINT: the checkpoint is written, the same command resumes
+        print(f"stopped: {stopped}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if cfg.method == "latent":
         eps = (f"{result['epsilon']:g} claimed (local DP per record); exact LDP epsilon of the release "
                f"{result['eps_ldp_worst_case']:.4g}")
@@ -133,8 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_i.add_argument("--profile", required=True, help="the profile the DAG ran (config/<profile>.yaml)")
     p_i.add_argument("--out", default="results/README.md")
     p_b = sub.add_parser("bench", help="per-step time of non-private training vs Algorithm 1, per model")
-    p_b.add_argument("--models", nargs="+", default=["inception", "resnet18", "resnet9"],
-                     choices=["inception", "resnet18", "resnet9"])
+    p_b.add_argument("--models", nargs="+", choices=["inception", "resnet18", "resnet9", "papernot_cnn"],
+                     help="default: inception resnet18 resnet9 (with --campaign: and papernot_cnn)")
     p_b.add_argument("--width", type=float, default=1.0)
     p_b.add_argument("--reps", type=int, default=5)
     p_b.add_argument("--device", default="cpu")
@@ -145,7 +150,73 @@ def build_parser() -> argparse.ArgumentParser:
     p_b.add_argument("--threads", type=int,
                      help="CPU threads for torch (default: torch's choice; the cpu profile's runs use 1)")
     p_b.add_argument("--json", action="store_true", help="also print the rows as one JSON list")
+    p_b.add_argument("--campaign", action="store_true",
+                     help="the GPU campaign's table: inception and resnet18 (or --models), non-private / Algorithm 1 / "
+                          "DP-SGD, fp32 and bf16 + channels_last, peak memory, and the projected time of a Table-1 "
+                          "cell and of the paper profile")
+    p_b.add_argument("--json-out", help="with --campaign: write the rows and projections to this JSON file")
+    p_b.add_argument("--precisions", nargs="+", default=["fp32", "bf16+cl"], choices=["fp32", "fp32+cl", "bf16", "bf16+cl"],
+                     help="with --campaign: fp32 and/or bf16 autocast, each optionally channels_last (+cl)")
+    _add_campaign_parser(sub)
     return parser
+
+
+def _add_campaign_parser(sub) -> None:
+    p = sub.add_parser("campaign", help="train a profile's runs in priority order, K at a time, inside a budget "
+                                        "(the GPU campaign; the CPU evidence campaign)")
+    act = p.add_subparsers(dest="action", required=True)
+    r = act.add_parser("run", help="test lane, benchmark, then the queue K at a time; pack what it made")
+    r.add_argument("--config", default="config/gpu.yaml", help="profile whose campaign queue runs (config/gpu.yaml)")
+    r.add_argument("--budget", type=float, default=540,
+                   help="wall-clock seconds for everything, packing included (0: no limit). Runs the budget cuts "
+                        "off leave their checkpoint; the next call resumes them")
+    r.add_argument("--k", type=int, help="runs side by side (default: from the benchmark's memory; CPU: cores)")
+    r.add_argument("--pack", metavar="DIR", help="pack results, checkpoints, logs and the benchmark into DIR "
+                                                 "(at most 4 files of 15.5 MiB); `campaign unpack DIR` puts them back")
+    r.add_argument("--smoke", action="store_true",
+                   help="the same machinery on CPU: 4-step runs, K = 2, in a temporary folder (or --workdir)")
+    r.add_argument("--workdir", help="folder holding results/ (default: the repository)")
+    r.add_argument("--max-runs", type=int, help="only the first N runs of the queue")
+    r.add_argument("--no-tests", action="store_true", help="skip the CUDA test lane")
+    r.add_argument("--no-bench", action="store_true", help="skip the benchmark")
+    r.add_argument("--bench-reps", type=int, default=10)
+    s = act.add_parser("status", help="where each run of a profile's campaign stands")
+    s.add_argument("--config", default="config/cpu.yaml")
+    s.add_argument("--workdir")
+    u = act.add_parser("unpack", help="put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the repository")
+    u.add_argument("src", metavar="DIR")
+    u.add_argument("--into", help="repository root (default: this one)")
+
+
+def _campaign(args) -> int:
+    from pathlib import Path
+
+    from dirdp import campaign
+
+    try:
+        if args.action == "status":
+            print(campaign.status(args.config, workdir=args.workdir))
+        elif args.action == "unpack":
+            written = campaign.unpack(args.src, **({"root": Path(args.into)} if args.into else {}))
+            print(f"unpacked {len(written)} files:\n" + "\n".join(f"  {w}" for w in written))
+        else:
+            if args.k is not None and args.k < 1:
+                raise ValueError(f"--k must be at least 1. Found {args.k}.")
+            if args.budget < 0:
+                raise ValueError(f"--budget must be >= 0 seconds (0: no limit). Found {args.budget:g}.")
+            summary = campaign.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
+                                            smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
+                                            tests=not args.no_tests, bench=not args.no_bench,
+                                            bench_reps=args.bench_reps)
+            failed = [r["run"] for r in summary["runs"] if r["status"] == "failed"]
+            if failed:
+                print(f"failed runs: {', '.join(failed)} (their logs are in {summary['campaign_dir']}/logs)",
+                      file=sys.stderr)
+                return 1
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
 
         print(write_index(results=args.results, profile=args.profile, out=args.out))
         return 0
+    if args.command == "campaign":
+        return _campaign(args)
     if args.command == "bench":
         import torch
 
@@ -164,8 +237,12 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.threads:
             torch.set_num_threads(args.threads)
+        if args.campaign:
+            return bench.campaign_main(models=args.models or ("inception", "resnet18", "resnet9", "papernot_cnn"),
+                                       width=args.width, reps=args.reps, device=args.device, json_out=args.json_out,
+                                       precisions=tuple(args.precisions))
 
-        rows = bench.main(args.models, width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
+        rows = bench.main(args.models or ["inception", "resnet18", "resnet9"], width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
                           baselines=args.baselines,
                           channels_last=args.channels_last)
         if args.json:

@@ -15,6 +15,7 @@ in-place operations. The Papernot CNN has no normalisation and needs no change.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 
@@ -23,8 +24,25 @@ from torch import nn
 
 MAX_GRAD_NORM = 1.0
 
+OPACUS_MISSING = ("DP-SGD needs Opacus, which is not installed: pip install opacus (on a machine without network, "
+                  "put its wheel on PYTHONPATH; see scripts/gpu_prepare.sh)")
+
 # Opacus' backward hooks fire on the first layer, whose input needs no gradient: expected, harmless
 warnings.filterwarnings("ignore", message="Full backward hook is firing")
+
+
+@contextlib.contextmanager
+def _opacus():
+    """Around an ``from opacus ... import``: a missing Opacus (or a missing dependency of it) becomes a
+    ValueError that says how to install it (the CLI prints it as one ``error:`` line and exits 2)."""
+    try:
+        yield
+    except ImportError as err:
+        if getattr(err, "name", None) and err.name.split(".")[0] == "opacus":
+            raise ValueError(OPACUS_MISSING) from None
+        raise ValueError(f"DP-SGD needs Opacus, which could not be imported ({err}): pip install opacus "
+                         "(on a machine without network, put its wheel and its dependencies on PYTHONPATH; "
+                         "see scripts/gpu_prepare.sh)") from None
 
 
 @dataclass(frozen=True)
@@ -43,13 +61,15 @@ def rdp_orders() -> list[float]:
     """Opacus' default RDP orders (1.1 ... 63) extended to 256, the order cap of our own accountant:
     at the paper's (q, T) the best order for eps >= 2 lies above 63, and a cap there would only
     loosen DP-SGD's bound (more noise than needed)."""
-    from opacus.accountants.rdp import RDPAccountant
+    with _opacus():
+        from opacus.accountants.rdp import RDPAccountant
 
     return list(RDPAccountant.DEFAULT_ALPHAS) + list(range(64, 257))
 
 
 def _opacus_epsilon(kind: str, *, sigma: float, q: float, steps: int, delta: float) -> float:
-    from opacus.accountants import create_accountant
+    with _opacus():
+        from opacus.accountants import create_accountant
 
     acc = create_accountant(mechanism=kind)
     acc.history = [(sigma, q, steps)]
@@ -59,7 +79,8 @@ def _opacus_epsilon(kind: str, *, sigma: float, q: float, steps: int, delta: flo
 def calibrate(*, eps: float, delta: float, q: float, steps: int) -> Calibration:
     """sigma for (eps, delta)-DP after ``steps`` Poisson-subsampled steps at rate ``q`` (Opacus' RDP
     accountant, binary search to within 0.01 below eps), with the RDP and PRV epsilons of that sigma."""
-    from opacus.accountants.utils import get_noise_multiplier
+    with _opacus():
+        from opacus.accountants.utils import get_noise_multiplier
 
     if not eps > 0:
         raise ValueError(f"DP-SGD needs a finite eps > 0. Found eps={eps}.")
@@ -77,7 +98,8 @@ def calibrate(*, eps: float, delta: float, q: float, steps: int) -> Calibration:
 def make_compatible(model: nn.Module) -> nn.Module:
     """``model`` with BatchNorm replaced by GroupNorm (Opacus' ``ModuleValidator.fix``); raises if
     anything Opacus cannot compute per-example gradients for remains."""
-    from opacus.validators import ModuleValidator
+    with _opacus():
+        from opacus.validators import ModuleValidator
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -94,7 +116,8 @@ def make_private(model: nn.Module, optimizer: torch.optim.Optimizer, *, n: int, 
     experiment; for a production release, use Opacus' secure mode.
     Batches come from the caller's own Poisson sampler (:func:`dirdp.training.poisson_sample`, the
     same distribution as Opacus' sampler), so a run resumes exactly from a checkpoint."""
-    from opacus import PrivacyEngine
+    with _opacus():
+        from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
     # the loader only tells Opacus the sampling rate and the expected batch size q n

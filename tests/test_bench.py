@@ -1,0 +1,113 @@
+"""dirdp.bench's GPU-campaign benchmark, run here on CPU at a tiny width, and its projections."""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+from dirdp import bench
+from dirdp.experiments import Profile
+
+pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing")
+PAPER = Path(__file__).resolve().parents[1] / "config" / "paper.yaml"
+FIELDS = {"model", "width", "batch", "precision", "device", "nonprivate_s", "algorithm1_s", "dpsgd_s", "dpsgd_note",
+          "peak_mem_gib", "dpsgd_over_algorithm1", "algorithm1_over_nonprivate"}
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return bench.campaign_bench(("resnet9",), device="cpu", width=0.0625, reps=1, warmup=0)
+
+
+def test_campaign_rows_time_every_method_at_both_precisions(rows):
+    assert [(r["model"], r["precision"]) for r in rows] == [("resnet9", "fp32"), ("resnet9", "bf16+cl")]
+    for r in rows:
+        assert FIELDS <= set(r)
+        assert r["batch"] == 70 and r["width"] == 0.0625 and r["device"] == "cpu"
+        assert r["nonprivate_s"] > 0 and r["algorithm1_s"] > 0
+        assert r["dpsgd_s"] is not None and r["dpsgd_s"] > 0 and r["dpsgd_note"] is None  # bf16 autocast runs on CPU
+        assert r["dpsgd_over_algorithm1"] == pytest.approx(r["dpsgd_s"] / r["algorithm1_s"])
+        assert r["algorithm1_over_nonprivate"] == pytest.approx(r["algorithm1_s"] / r["nonprivate_s"])
+        assert r["peak_mem_gib"] == {"nonprivate": None, "algorithm1": None, "dpsgd": None}  # no CUDA here
+
+
+def test_campaign_without_opacus_still_times_the_rest(monkeypatch):
+    for name in [k for k in sys.modules if k == "opacus" or k.startswith("opacus.")] + ["opacus"]:
+        monkeypatch.setitem(sys.modules, name, None)  # any `import opacus...` now raises ImportError
+    (row,) = bench.campaign_bench(("resnet9",), device="cpu", width=0.0625, reps=1, warmup=0, precisions=("fp32",))
+    assert row["dpsgd_s"] is None and row["dpsgd_over_algorithm1"] is None and row["peak_mem_gib"]["dpsgd"] is None
+    assert row["dpsgd_note"].startswith("opacus not importable")
+    assert row["nonprivate_s"] > 0 and row["algorithm1_s"] > 0 and row["algorithm1_over_nonprivate"] > 0
+
+
+def test_unknown_precision_is_refused():
+    with pytest.raises(ValueError, match="unknown precision"):
+        bench.campaign_bench(("resnet9",), device="cpu", width=0.0625, precisions=("fp16",))
+
+
+def row(model, precision="fp32", width=1.0, *, nonprivate, alg1, dpsgd, batch=250):
+    return dict(model=model, width=width, batch=batch, precision=precision, nonprivate_s=nonprivate,
+                algorithm1_s=alg1, dpsgd_s=dpsgd, dpsgd_note=None if dpsgd else "opacus not importable: x")
+
+
+MNIST_PROFILE = {"profile": "t", "objects": ["table2_mnist"], "training": {"steps": 100},
+                 "grids": {"table2_mnist": {"seeds": 2, "eps": [1, "inf"],
+                                            "baselines": {"tempered": [1], "latent": [1]}}}}
+
+
+def test_projection_is_steps_times_seconds_per_step_and_counts_what_it_cannot_project():
+    prof = Profile.from_config(MNIST_PROFILE)  # per seed: alg1 at eps 1 and inf, tempered and LATENT at eps 1
+    rows = [row("inception", nonprivate=0.01, alg1=0.02, dpsgd=0.05),
+            row("inception", "bf16+cl", nonprivate=9.0, alg1=9.0, dpsgd=9.0),  # another precision: ignored
+            row("inception", width=0.5, nonprivate=7.0, alg1=7.0, dpsgd=7.0)]  # another width: ignored
+    p = bench.project(rows, prof)
+    assert p["n_runs"] == 8 and p["n_projected"] == 4
+    assert p["profile_serial_s"] == pytest.approx(2 * 100 * 0.02 + 2 * 100 * 0.01)
+    assert {n["reason"]: n["runs"] for n in p["not_projected"]} == {
+        "LATENT: its own model and training, not benchmarked": 2, "no fp32 row for papernot_cnn at width 1": 2}
+    assert p["table1_cell_s"] is None  # no ResNet-18 row
+    # Papernot's CNN benchmarked: tempered DP-SGD projected from its dpsgd_s
+    p = bench.project(rows + [row("papernot_cnn", nonprivate=0.001, alg1=0.002, dpsgd=0.03)], prof)
+    assert p["n_projected"] == 6 and p["profile_serial_s"] == pytest.approx(6.0 + 2 * 100 * 0.03)
+    assert {(b["method"], b["runs"]) for b in p["breakdown"]} == {("alg1", 4), ("tempered", 2)}
+    # bf16 rows at bf16+cl
+    p = bench.project(rows, prof, precision="bf16+cl")
+    assert p["profile_serial_s"] == pytest.approx(2 * 100 * 9.0 + 2 * 100 * 9.0)
+
+
+def test_projection_scales_larger_batches_and_reports_missing_dpsgd():
+    prof = Profile.from_config({"profile": "t", "objects": ["table9_sampling_rate", "table5_svhn"],
+                                "grids": {"table9_sampling_rate": {"seeds": 1, "q_grid": [0.001, 0.01]},
+                                          "table5_svhn": {"seeds": 1, "eps": [1], "baselines": {"dpsgd": [1]}}}})
+    rows = [row("resnet18", nonprivate=0.04, alg1=0.05, dpsgd=None)]
+    p = bench.project(rows, prof)
+    # Table 9 (T = 20000, eps 4): q = 0.001 is a batch of 50 (kept at the benchmarked 250's time),
+    # q = 0.01 one of 500 (twice it); SVHN Algorithm 1 at eps 1: T = 11722; its DP-SGD run has no time
+    assert p["profile_serial_s"] == pytest.approx(20000 * 0.05 * (1 + 2) + 11722 * 0.05)
+    assert p["batch_scaled_runs"] == 1 and p["n_runs"] == 4 and p["n_projected"] == 3
+    (missing,) = p["not_projected"]
+    assert missing["runs"] == 1 and missing["reason"].startswith("no dpsgd_s for resnet18 at fp32 (opacus not importable")
+
+
+def test_table1_cell_and_the_paper_profile():
+    rows = [row("resnet18", nonprivate=0.04, alg1=0.05, dpsgd=0.3), row("inception", nonprivate=0.01, alg1=0.02, dpsgd=0.1)]
+    p = bench.project(rows, PAPER)
+    assert p["table1_cell_s"] == pytest.approx(20000 * 0.05) and p["table1_steps"] == 20000
+    assert p["n_runs"] == len(Profile.load(PAPER).all_runs()) > 1000
+    assert p["n_projected"] + sum(n["runs"] for n in p["not_projected"]) == p["n_runs"]
+    reasons = {n["reason"] for n in p["not_projected"]}
+    assert "no fp32 row for resnet9 at width 1" in reasons and "no fp32 row for papernot_cnn at width 1" in reasons
+    assert p["profile_serial_s"] == pytest.approx(sum(b["seconds"] for b in p["breakdown"])) and p["profile_serial_s"] > 0
+    assert any("serial" in a for a in p["assumptions"]) and any("evaluation" in a for a in p["assumptions"])
+
+
+def test_print_campaign_bench(rows, capsys):
+    p = bench.project([dict(r, width=1.0, model="resnet18") for r in rows], PAPER)
+    bench.print_campaign_bench(rows, p)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert sum(line.startswith("resnet9") for line in lines) == 2 and "bf16+cl" in out
+    cell = 20000 * rows[0]["algorithm1_s"]
+    assert f"{cell / 3600:.2f} h ({cell / 60:.1f} min)" in out and "not projected" in out
+    assert not math.isnan(p["profile_serial_s"])

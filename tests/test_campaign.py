@@ -1,0 +1,162 @@
+"""The campaign machinery (dirdp.campaign): queue order, K at a time, budget cut-off with checkpoint and
+resume, pack and unpack. The GPU campaign's --smoke mode is the same code on CPU with 4-step runs."""
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from dirdp import campaign
+from dirdp.experiments import Profile
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_gpu_queue_puts_the_open_questions_first():
+    jobs = campaign.plan(Profile.load(REPO / "config/gpu.yaml"), results_root="/nowhere", logs_root="/nowhere")
+    names = [j.name for j in jobs]
+    assert names[:5] == [f"fashionmnist/alg1_eps2_seed{s}" for s in range(5)]
+    assert names[5:10] == [f"mnist/alg1_eps1_seed{s}" for s in range(5)]
+    assert set(names[10:12]) == {"mnist/alg1_epsinf_seed0", "fashionmnist/alg1_epsinf_seed0"}
+    assert names[12] == "fashionmnist/dpsgd_eps2_seed0"
+    assert {j.run.seed for j in jobs[13:22]} == {0} and len(jobs) == 70 == len(set(names))
+    first = jobs[0].args
+    assert first[first.index("--width") + 1] == "1.0" and first[first.index("--device") + 1] == "cuda"
+    assert [jobs[i].run.seed for i in range(13, 70)] == sorted(jobs[i].run.seed for i in range(13, 70))
+
+
+def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order():
+    prof = Profile.load(REPO / "config/cpu.yaml")
+    jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
+    assert [j.name for j in jobs[:6]] == [
+        "fashionmnist/alg1_w0.5_eps2_seed0", "fashionmnist/alg1_eps2_seed1", "fashionmnist/alg1_eps2_seed2",
+        "mnist/alg1_eps1_seed1", "mnist/alg1_eps1_seed2", "fashionmnist/alg1_w0.5_epsinf_seed0"]
+    wide = jobs[0].args
+    assert wide[wide.index("--width") + 1] == "0.5" and wide[wide.index("--threads") + 1] == "1"
+    assert jobs[1].args[jobs[1].args.index("--width") + 1] == "0.25"
+    # the extra runs belong to the tables' objects (the DAG makes and reads the same files)
+    assert "results/runs/cpu/fashionmnist/alg1_w0.5_eps2_seed0.json" in prof.all_runs()
+    with pytest.raises(ValueError, match="extra run"):
+        Profile.from_config({"profile": "x", "objects": ["table2_mnist"],
+                             "grids": {"table2_mnist": {"eps": [1], "extra": [{"eps": 1, "sede": [1]}]}}}).all_runs()
+
+
+def _env(tiny_root):
+    return dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+
+
+def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path):
+    work, pack_dir, repo = tmp_path / "work", tmp_path / "pack", tmp_path / "repo"
+    done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--smoke", "--max-runs", "3",
+                           "--workdir", str(work), "--pack", str(pack_dir)], cwd=REPO, env=_env(tiny_root),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    runs = sorted((work / "results/runs/gpu/fashionmnist").glob("*.json"))
+    assert [p.name for p in runs] == [f"alg1_eps2_seed{s}.json" for s in range(3)]
+    (summary_path,) = (work / "results/campaign/gpu").glob("*/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert summary["k"] == 2 and [r["status"] for r in summary["runs"]] == ["finished"] * 3
+    assert all(r["step"] == 4 and r["steps_this_call"] == 4 for r in summary["runs"])
+    assert summary["tests"]["returncode"] == 5 or "skipped" in summary["tests"]["last_line"]  # no CUDA here
+    bench = json.loads((summary_path.parent / "bench.json").read_text())
+    assert bench["rows"][0]["algorithm1_s"] > 0 and bench["rows"][0]["model"] == "inception"
+    assert {"table1_cell_s", "profile_serial_s"} <= set(bench["projection"]) and len(bench["projections"]) == 3
+    # two at a time: the second run started before the first ended
+    assert "(2 running, 1 queued)" in done.stdout
+    parts = sorted(pack_dir.iterdir())
+    assert 1 <= len(parts) <= 4 and all(p.stat().st_size <= 15.5 * 2**20 for p in parts)
+    repo.mkdir()
+    written = campaign.unpack(pack_dir, root=repo)
+    for p in runs:
+        rel = p.relative_to(work)
+        assert str(rel) in written and (repo / rel).read_bytes() == p.read_bytes()
+    assert any(w.endswith("summary.json") for w in written) and any("/logs/" in w for w in written)
+    assert any(w.endswith(".model.pt") for w in written)
+
+
+def test_budget_cut_leaves_a_checkpoint_and_the_next_call_resumes(tiny_root, tmp_path):
+    never = 10_000_000  # a run the budget must cut (eps = inf: no privacy floor for so many steps)
+    prof = Profile.from_config({"profile": "gpu", "objects": ["table4_fashionmnist"], "grids": {
+        "table4_fashionmnist": {"eps": ["inf"], "baselines": {}}}, "training": dict(
+            campaign.SMOKE_TRAINING, seeds=1, steps=never, checkpoint_every=never, eval_every=never)})
+    root, logs = tmp_path / "runs", tmp_path / "logs"
+    steps = []
+    for call in range(2):
+        (job,) = campaign.plan(prof, results_root=root, logs_root=logs, max_runs=1)
+        assert job.status == "queued"
+        campaign.run_queue([job], k=1, deadline=time.monotonic() + 20, env=_env(tiny_root), say=lambda m: None)
+        assert job.status == "interrupted" and job.returncode == campaign.EXIT_INTERRUPTED
+        assert not job.out.exists() and job.ckpt.exists()
+        steps.append(torch.load(job.ckpt, weights_only=False)["state"]["step"])
+    log = job.log.read_text()
+    assert steps[0] > 0 and steps[1] > steps[0]
+    assert f"resumed from step {steps[0]} of 10000000" in log and log.count("interrupted at step") == 2
+
+
+def test_a_run_someone_else_is_training_is_left_alone(tiny_root, tmp_path):
+    from dirdp import training
+
+    out = tmp_path / "runs" / "x.json"
+    out.parent.mkdir(parents=True)
+    holder = training._lock(out)
+    try:
+        assert training.is_running(out)
+        with pytest.raises(ValueError, match="another process is training"):
+            training._lock(out)
+        args = [sys.executable, "-m", "dirdp", "train", "--dataset", "mnist", "--eps", "1", "--steps", "2",
+                "--width", "0.0625", "--out", str(out)]
+        done = subprocess.run(args, cwd=REPO, env=_env(tiny_root), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 2 and "another process is training" in done.stderr and "Traceback" not in done.stderr
+    finally:
+        holder.close()
+    assert not training.is_running(out)
+
+
+def test_pack_leaves_out_what_does_not_fit_and_says_so(tmp_path):
+    root = tmp_path
+    small, big = root / "results/a.json", root / "results/b.model.pt"
+    small.parent.mkdir(parents=True)
+    small.write_text("{}")
+    big.write_bytes(os.urandom(300_000))
+    packed = campaign.pack([(small, "result"), (big, "model weights")], root / "out", root=root, part_mib=0.1,
+                           max_parts=2)
+    assert packed["files"] == 1 and [x["path"] for x in packed["left_out"]] == ["results/b.model.pt"]
+    assert len(packed["parts"]) == 1
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    assert campaign.unpack(root / "out", root=dest) == ["results/a.json"]
+
+
+def test_unpack_refuses_files_outside_results(tmp_path):
+    evil = tmp_path / "evil"
+    evil.mkdir()
+    with tarfile.open(evil / "campaign.tar.gz.00", "w:gz") as tar:
+        payload = tmp_path / "p"
+        payload.write_text("x")
+        tar.add(payload, arcname="results/../dirdp/__init__.py")
+    with pytest.raises(ValueError, match="refusing"):
+        campaign.unpack(evil, root=tmp_path / "repo")
+    with pytest.raises(ValueError, match="no campaign.tar.gz.00"):
+        campaign.unpack(tmp_path / "nothing", root=tmp_path)
+
+
+def test_campaign_cli_errors_are_clear(tmp_path):
+    for args, match in [(["run", "--config", "config/nope.yaml", "--smoke"], "no profile"),
+                        (["run", "--k", "0", "--smoke"], "--k must be at least 1"),
+                        (["unpack", str(tmp_path)], "no campaign.tar.gz.00")]:
+        done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", *args], cwd=REPO, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 2 and match in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
+def test_the_gpu_campaign_without_a_gpu_says_so():
+    done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--no-tests", "--no-bench"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no CUDA device" in done.stderr and "--smoke" in done.stderr

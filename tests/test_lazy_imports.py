@@ -1,0 +1,87 @@
+"""The train path needs none of the workflow's heavy extras: with snakemake, papermill, medmnist,
+opacus, jupyter and nbval impossible to import (as on the GPU campaign's machine), Algorithm 1
+trains from the CLI, ``--help`` and ``rstar`` work, and DP-SGD fails with one clear line (exit 2)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BLOCKED = ("snakemake", "papermill", "medmnist", "opacus", "jupyter", "nbval")
+
+# runs ``python -m dirdp <argv>`` with a meta-path finder in front that refuses the blocked names,
+# whether or not they are installed here
+RUNNER = f"""
+import runpy, sys
+
+BLOCKED = {BLOCKED!r}
+
+
+class Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (blocked by the test)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Blocker())
+for mod in list(sys.modules):
+    if mod.partition(".")[0] in BLOCKED:
+        del sys.modules[mod]
+sys.argv = ["python -m dirdp", *sys.argv[1:]]
+runpy.run_module("dirdp", run_name="__main__", alter_sys=True)
+"""
+
+
+def run_blocked(args, tiny_root=None, timeout=300):
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if tiny_root is not None:
+        env["DIRDP_DATA"] = str(tiny_root)
+    return subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_the_blocker_blocks():
+    code = RUNNER.split("sys.argv =")[0] + "import opacus\n"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "No module named 'opacus' (blocked by the test)" in proc.stderr
+
+
+@pytest.mark.parametrize("eps", ["1", "inf"])
+def test_alg1_trains_without_the_workflow_extras(tiny_root, tmp_path, eps):
+    out = tmp_path / f"alg1-{eps}.json"
+    proc = run_blocked(["train", "--method", "alg1", "--dataset", "mnist", "--eps", eps, "--steps", "3", "--q", "0.25",
+                        "--width", "0.0625", "--no-progress", "--out", str(out)], tiny_root)
+    assert proc.returncode == 0, proc.stderr
+    assert "blocked by the test" not in proc.stderr
+    rec = json.loads(out.read_text())
+    assert rec["method"] == "alg1" and rec["steps"] == 3
+    assert (rec["rstar"] is None) == (eps == "inf")
+    assert all(math.isfinite(v) for _, v in rec["loss_curve"])
+
+
+@pytest.mark.parametrize("eps", ["1", "inf"])
+def test_dpsgd_without_opacus_is_one_clear_error(tiny_root, tmp_path, eps):
+    out = tmp_path / f"dpsgd-{eps}.json"
+    proc = run_blocked(["train", "--method", "dpsgd", "--dataset", "mnist", "--eps", eps, "--steps", "3", "--q", "0.25",
+                        "--width", "0.0625", "--no-progress", "--out", str(out)], tiny_root)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, proc.stderr
+    assert "Opacus" in errors[0] and "pip install opacus" in errors[0] and "PYTHONPATH" in errors[0]
+    assert not out.exists()
+
+
+def test_help_and_rstar_without_the_workflow_extras():
+    helped = run_blocked(["--help"], timeout=120)
+    assert helped.returncode == 0, helped.stderr
+    assert "rstar" in helped.stdout and "train" in helped.stdout
+    r = run_blocked(["rstar", "--preset", "mnist", "--eps", "1"], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "r* = 0.27" in r.stdout  # r* = 0.277068 at the MNIST protocol
