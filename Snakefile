@@ -18,6 +18,7 @@ import os
 import sys
 
 from dirdp.experiments import OBJECTS, Profile, missing_data_message
+from dirdp.report import profile_run_paths
 
 configfile: "config/paper.yaml"
 
@@ -40,7 +41,7 @@ def run_inputs(paths):
 
 TRAINING = PROFILE.training
 ON_GPU = str(TRAINING.get("device", "cpu")).startswith("cuda")
-PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "training", "grids")}
+PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "training", "grids", "also_show")}
 
 _missing = PROFILE.missing_data(config.get("data_root"))
 if _missing and RUNS and TRAIN:
@@ -63,7 +64,7 @@ OBJECT_TARGETS = [f for name in OBJECTS for f in object_outputs(name)]
 FIXED_TARGETS = ["results/table6.csv", "results/table7.csv", "figures/h_of_r.pdf", "results/theorem11_mc.csv",
                  "figures/theorem11_kappa_variance.pdf", f"{NB}/explore_kappa.ipynb", "results/runs_summary.csv",
                  "figures/runs_accuracy_curves.pdf", "results/baselines_comparison.csv", "results/audit_canary.csv",
-                 "results/audit_released_models.csv"]
+                 "results/audit_released_models.csv", "results/width_effect.csv", "figures/width_effect.pdf"]
 
 
 rule all:
@@ -102,7 +103,7 @@ for _name in OBJECTS:
         input:
             f"notebooks/{_name}.ipynb",
             REPORT,
-            run_inputs([r.path(PROFILE.name) for r in PROFILE.runs(_name)]),
+            run_inputs(profile_run_paths(OBJECTS[_name], PROFILE)),  # its runs, and those of `also_show` on disk
         output:
             object_outputs(_name),
         log:
@@ -119,7 +120,7 @@ rule baselines_comparison:
     input:
         "notebooks/baselines_comparison.ipynb",
         REPORT,
-        run_inputs([r.path(PROFILE.name) for o in ("table2_mnist", "table4_fashionmnist") for r in PROFILE.runs(o)]),
+        run_inputs([p for o in ("table2_mnist", "table4_fashionmnist") for p in profile_run_paths(OBJECTS[o], PROFILE)]),
     output:
         "results/baselines_comparison.csv",
         "figures/baselines_comparison.png",
@@ -129,6 +130,26 @@ rule baselines_comparison:
         f"{LOGS}/baselines_comparison.log",
     params:
         cmd=papermill("baselines_comparison", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
+    shell:
+        "{params.cmd}"
+
+
+rule width_effect:
+    """FashionMNIST, Algorithm 1: test accuracy against model width (0.25x, 0.5x on CPU; 1x from the gpu
+    profile's runs where they exist) at eps = 2 and eps = inf, beside the paper's full-width values."""
+    input:
+        "notebooks/width_effect.ipynb",
+        REPORT,
+        run_inputs(profile_run_paths(OBJECTS["table4_fashionmnist"], PROFILE)),
+    output:
+        "results/width_effect.csv",
+        "figures/width_effect.png",
+        "figures/width_effect.pdf",
+        f"{NB}/width_effect.ipynb",
+    log:
+        f"{LOGS}/width_effect.log",
+    params:
+        cmd=papermill("width_effect", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
     shell:
         "{params.cmd}"
 

@@ -53,6 +53,7 @@ class Run:
     q: float | None = None  # None: the data set's (or the profile's) q
     alpha: float | None = None  # None: 3
     lr: float | None = None  # None: the data set's gamma
+    width: float | None = None  # None: the profile's width (a run at another width says so in its tag: w0.5)
 
     @property
     def tag(self) -> str:
@@ -62,6 +63,8 @@ class Run:
         for key in ("q", "alpha", "lr"):
             if getattr(self, key) is not None:
                 parts.append(f"{key}{fmt(getattr(self, key))}")
+        if self.width is not None:
+            parts.append(f"w{fmt(self.width)}")
         return "_".join(parts + [f"eps{fmt(self.eps)}", f"seed{self.seed}"])
 
     def path(self, profile: str, root: str = "results/runs") -> str:
@@ -157,7 +160,8 @@ class Profile:
     objects: tuple[str, ...]  # objects whose runs this profile trains
     datasets: tuple[str, ...]  # restriction (``--config datasets=[...]``)
     training: dict = field(default_factory=dict)  # width, steps, train_subset, q, device, eval_every, ...
-    grids: dict = field(default_factory=dict)  # object -> {eps, seeds, q_grid, alpha_lr, baselines: {method: [eps]}}
+    grids: dict = field(default_factory=dict)  # object -> {eps, seeds, q_grid, alpha_lr, baselines, extra}
+    config: dict = field(default_factory=dict, compare=False, repr=False)  # the whole profile (campaign, ...)
 
     @classmethod
     def from_config(cls, config: dict) -> "Profile":
@@ -169,7 +173,8 @@ class Profile:
         for d in datasets:
             dirdp_data.get_spec(d)
         return cls(name=config["profile"], objects=objects, datasets=datasets,
-                   training=dict(config.get("training") or {}), grids=dict(config.get("grids") or {}))
+                   training=dict(config.get("training") or {}), grids=dict(config.get("grids") or {}),
+                   config=dict(config))
 
     @classmethod
     def load(cls, path: str | Path) -> "Profile":
@@ -180,9 +185,29 @@ class Profile:
         return [o for o in self.objects if OBJECTS[o].dataset in self.datasets]
 
     def runs(self, name: str) -> list[Run]:
-        """The runs object ``name`` needs in this profile ([] if the profile leaves it out)."""
+        """The runs object ``name`` needs in this profile ([] if the profile leaves it out): its grid,
+        then the grid's ``extra`` Algorithm-1 runs (more seeds or another width for some cells, e.g.
+        ``extra: [{eps: 2, seeds: [1, 2]}, {eps: 2, width: 0.5}]``; seeds default to [0])."""
         if name not in self.active():
             return []
+        out = self._grid_runs(name)
+        for e in (self.grids.get(name) or {}).get("extra") or []:
+            unknown = set(e) - {"eps", "seeds", "width"}
+            if unknown or "eps" not in e:
+                raise ValueError(f"{name}: an extra run is {{eps, seeds, width}}. Found {e!r}.")
+            width = None if e.get("width") is None or float(e["width"]) == self.width else float(e["width"])
+            for seed in e.get("seeds", [0]):
+                run = Run(OBJECTS[name].dataset, _eps(e["eps"]), int(seed), width=width)
+                if run not in out:
+                    out.append(run)
+        return out
+
+    @property
+    def width(self) -> float:
+        """The width multiplier of the profile's runs (1 = the paper's models)."""
+        return float(self.training.get("width") or 1.0)
+
+    def _grid_runs(self, name: str) -> list[Run]:
         g = self.grids.get(name) or {}
         alpha_lr = g.get("alpha_lr")
         if alpha_lr is not None:
@@ -212,19 +237,46 @@ class Profile:
             args += ["--method", run.method]
         q = run.q if run.q is not None else t.get("q")
         # the profile's width shrinks the paper's models; Papernot's CNN and LATENT run as published
-        width = t.get("width") if run.method in ("alg1", "dpsgd") else None
+        width = (run.width or t.get("width")) if run.method in ("alg1", "dpsgd") else None
         for flag, value in [("--optimizer", run.optimizer), ("--q", q), ("--alpha", run.alpha), ("--lr", run.lr),
                             ("--width", width), ("--steps", t.get("steps")),
                             ("--train-subset", t.get("train_subset")), ("--device", t.get("device")),
                             ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
             if value is not None:
                 args += [flag, str(value)]
-        return args
+        return args + [flag for flag, key in (("--bf16", "bf16"), ("--channels-last", "channels_last")) if t.get(key)]
+
+    def campaign_queue(self) -> list[Run]:
+        """Every run of the profile in the order a campaign trains them: the runs each entry of
+        ``campaign: queue:`` selects (entries are filters on dataset, method, eps, seeds, width; a
+        missing key matches all), then every other run, seed by seed (the profile's order within)."""
+        runs = list(self.all_runs().values())
+        order: list[Run] = []
+        for entry in (self.config.get("campaign") or {}).get("queue") or []:
+            unknown = set(entry) - {"dataset", "method", "eps", "seeds", "width"}
+            if unknown:
+                raise ValueError(f"campaign queue entries filter on dataset, method, eps, seeds, width. "
+                                 f"Found {sorted(unknown)} in {entry!r}.")
+            order += [r for r in runs if r not in order and _selects(entry, r, self.width)]
+        return order + sorted((r for r in runs if r not in order), key=lambda r: r.seed)
 
     def missing_data(self, root=None) -> dict[str, list[Path]]:
         """Data sets this profile needs that are not on disk: name -> files expected."""
         needed = sorted({OBJECTS[o].dataset for o in self.active()})
         return {d: m for d in needed if (m := dirdp_data.missing_files(d, root))}
+
+
+def _selects(entry: dict, run: Run, profile_width: float) -> bool:
+    """Whether a campaign queue entry (a filter) selects ``run``."""
+    if "dataset" in entry and run.dataset != entry["dataset"]:
+        return False
+    if "method" in entry and run.method != entry["method"]:
+        return False
+    if "eps" in entry and run.eps != _eps(entry["eps"]):
+        return False
+    if "seeds" in entry and run.seed not in [int(s) for s in entry["seeds"]]:
+        return False
+    return "width" not in entry or float(entry["width"]) == (run.width or profile_width)
 
 
 def missing_data_message(missing: dict[str, list[Path]], profile: str) -> str:

@@ -1,10 +1,13 @@
 """Runs made here beside the paper's printed values: one tidy table and one figure per paper object.
 
-A cell made here is the mean over its seeds (std with ddof = 1 when n >= 2). Its status compares
-it with the paper's "This work" value for the same cell:
+A cell made here is the mean over its seeds (std with ddof = 1 when n >= 2), one row per model width.
+Its status compares it with the paper's "This work" value for the same cell (mean and std over the
+paper's 5 seeds); the ``test`` column says which comparison was made:
 
-- "within the paper's spread": |ours - paper| <= 2 x the paper's std over seeds;
-- "differs": further apart than that;
+- one run (n = 1): "within the paper's spread" when |ours - paper| <= 2 x the paper's std (a prediction
+  interval for one run), else "differs";
+- a mean over n >= 2 seeds: Welch's t-test of the two means with both spreads (ours: std over our n
+  seeds; the paper's: its std over 5 seeds): "consistent with the paper" when p >= 0.05, else "differs";
 - "no spread printed": the paper prints no std for the cell (its eps = inf columns): see diff;
 - "not comparable (reduced protocol)": the run used fewer steps, another q or a training subset;
 - "not run here (...)": with the reason (profile, data set unavailable offline, run not finished).
@@ -27,8 +30,12 @@ from dirdp.data import missing_files
 from dirdp.experiments import METHODS, PaperObject, Profile, fmt
 from dirdp.presets import get_preset
 
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "ResNet-9", "papernot_cnn": "CNN"}
 SPREAD = 2.0
+WIDTH_STYLE = ["o-", "s--", "^:"]  # ours at the widest width run, the next, the next
+PAPER_SEEDS = 5  # the paper's tables are means +- std over 5 seeds (Section 4.1.2)
+WELCH_ALPHA = 0.05
 METHOD_COLOR = {"Algorithm 1": 0, "DP-SGD": 1, "Tempered sigmoid DP-SGD": 2, "LATENT": 3, "DPNAS": 4,
                 "Gaussian penultimate layer": 5, "Equivariant DP-SGD": 6}  # tab10 indices  # paper std multiples that count as "within the paper's spread"
 
@@ -60,15 +67,36 @@ def _keys(obj: PaperObject) -> list[str]:
     return {"eps": ["method", "eps"], "q": ["method", "eps", "q"], "lr": ["method", "eps", "alpha", "lr"]}[obj.axis]
 
 
+def _shown_profiles(profile: Profile) -> list[Profile]:
+    """The profiles whose runs ``profile``'s tables also show (its ``also_show``: e.g. the gpu profile's
+    full-width runs beside the cpu profile's reduced-width ones). They are read, never trained."""
+    out = []
+    for name in profile.config.get("also_show") or []:
+        path = CONFIG_DIR / f"{name}.yaml"
+        if not path.exists():
+            raise ValueError(f"profile '{profile.name}' shows runs of '{name}', but {path} does not exist.")
+        out.append(Profile.load(path))
+    return out
+
+
+def profile_run_paths(obj: PaperObject, profile: Profile, runs_root: str = "results/runs") -> list[str]:
+    """Result files ``obj``'s table reads in ``profile``: its own runs, then those of its ``also_show``
+    profiles (same object) that exist."""
+    own = [r.path(profile.name, runs_root) for r in profile.runs(obj.name)]
+    shown = [p for other in _shown_profiles(profile) for r in other.runs(obj.name)
+             if Path(p := r.path(other.name, runs_root)).exists()]
+    return own + shown
+
+
 def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "results/runs") -> pd.DataFrame:
-    """Tidy table of ``obj``: one row per cell made here (or expected), beside the paper's value,
-    then the paper's cited rows. Columns: object, dataset, metric, method, model, label, eps,
-    eps_reported, q, alpha, lr, mean, std, n, seeds, paper, paper_std, diff, status, setting,
-    certified_eps, rstar, source."""
+    """Tidy table of ``obj``: one row per cell and model width made here (or one per cell expected), beside
+    the paper's value, then the paper's cited rows. Columns: object, dataset, metric, method, model, label,
+    eps, eps_reported, q, alpha, lr, width, mean, std, n, seeds, paper, paper_std, diff, status, test,
+    p_value, setting, certified_eps, rstar, source, runs (the profiles the runs come from)."""
     keys = _keys(obj)
     expected = profile.runs(obj.name)
-    records = [read_run(p) for r in expected if (p := Path(r.path(profile.name, runs_root))).exists()]
-    runs = pd.DataFrame(records)
+    runs = pd.DataFrame([dict(read_run(p), profile=Path(p).parts[-3]) for p in profile_run_paths(obj, profile, runs_root)
+                         if Path(p).exists()])
     printed = paper.accuracy(obj.paper_object or obj.name)
     mine = printed[printed.label == "paper"]
     model = MODEL_NAMES[get_preset(obj.dataset).model]
@@ -81,29 +109,32 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
     rows = []
     for cell in sorted(cells):
         sel = dict(zip(keys, cell))
-        row = dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS[sel["method"]],
-                   model={"tempered": MODEL_NAMES["papernot_cnn"], "latent": "conv + FC"}.get(sel["method"], model),
-                   eps=sel["eps"], q=sel.get("q"), alpha=sel.get("alpha"), lr=sel.get("lr"))
+        base = dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS[sel["method"]],
+                    model={"tempered": MODEL_NAMES["papernot_cnn"], "latent": "conv + FC"}.get(sel["method"], model),
+                    eps=sel["eps"], q=sel.get("q"), alpha=sel.get("alpha"), lr=sel.get("lr"))
+        ref = _paper_cell(mine, base)
+        base.update(paper=ref[0], paper_std=ref[1], source=ref[2])
         got = runs
         for k, v in sel.items() if len(got) else ():
             got = got[got[k] == v] if k == "method" else got[np.isclose(got[k].astype(float), v)]
-        vals = got[obj.metric].dropna() if len(got) else pd.Series(dtype=float)
-        ref = _paper_cell(mine, row)
-        row.update(paper=ref[0], paper_std=ref[1], source=ref[2])
-        if len(vals):
-            first = got.iloc[0]
-            reduced_width = first.width != 1.0
-            row.update(label="run here", mean=round(vals.mean(), 3), std=round(vals.std(ddof=1), 3) if len(vals) > 1 else None,
-                       n=len(vals), seeds=" ".join(str(s) for s in sorted(got.seed)),
-                       setting=f"{first.protocol}, {first.width_label}",
-                       certified_eps=got.certified_eps.max(), rstar=first.rstar)
-            row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
-            row["status"] = _status(row, reduced_width, first.protocol != "paper protocol")
-        else:
+        got = got[got[obj.metric].notna()] if len(got) else got
+        if not len(got):
             planned = any(tuple(getattr(r, k) for k in keys) == cell for r in expected)
-            row.update(label="paper" if ref[0] is not None else "not run", n=0,
-                       status=_not_run(obj, profile, planned))
-        rows.append(row)
+            rows.append(dict(base, label="paper" if ref[0] is not None else "not run", n=0,
+                             status=_not_run(obj, profile, planned)))
+            continue
+        for width, at in sorted(got.groupby("width"), key=lambda g: -g[0]):  # full width first
+            vals = at[obj.metric]
+            first = at.iloc[0]
+            row = dict(base, label="run here", width=width, mean=round(vals.mean(), 3),
+                       std=round(vals.std(ddof=1), 3) if len(vals) > 1 else None, n=len(vals),
+                       seeds=" ".join(str(s) for s in sorted(at.seed)), setting=f"{first.protocol}, {first.width_label}",
+                       certified_eps=at.certified_eps.max(), rstar=first.rstar,
+                       runs=" ".join(sorted(set(at.profile))))
+            row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
+            row["status"] = _status(row, width != 1.0, first.protocol != "paper protocol")
+            row["test"], row["p_value"] = _comparison(row)
+            rows.append(row)
     if not rows:  # Figure 2 outside its profile: one row that says so
         rows.append(dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS["alg1"], model=model,
                          label="not run", n=0, status=_not_run(obj, profile, False)))
@@ -113,9 +144,30 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
                          paper_std=c.std if not pd.isna(c.std) else None, n=0, source=c.source,
                          status="cited by the paper; not run here"))
     cols = ["object", "dataset", "metric", "method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr",
-            "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "setting", "certified_eps", "rstar",
-            "source"]
+            "width", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "test", "p_value", "setting",
+            "certified_eps", "rstar", "source", "runs"]
     return pd.DataFrame(rows).reindex(columns=cols)
+
+
+def welch(mean: float, std: float, n: int, paper_mean: float, paper_std: float,
+          paper_n: int = PAPER_SEEDS) -> tuple[float, float, float]:
+    """Welch's t-test of two means from their summaries: (t, degrees of freedom, two-sided p)."""
+    from scipy import stats
+
+    va, vb = std**2 / n, paper_std**2 / paper_n
+    t = (mean - paper_mean) / math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (paper_n - 1))
+    return t, df, float(2 * stats.t.sf(abs(t), df))
+
+
+def _comparison(row: dict) -> tuple[str | None, float | None]:
+    """Which comparison the status rests on, in words, and its p-value (Welch only)."""
+    if row.get("paper") is None or row.get("paper_std") is None or row["status"].startswith("not comparable"):
+        return None, None
+    if (row.get("n") or 1) < 2 or not row.get("std"):
+        return f"one run: |diff| <= {SPREAD:g} x paper std ({SPREAD * row['paper_std']:.2f})", None
+    t, df, p = welch(row["mean"], row["std"], row["n"], row["paper"], row["paper_std"])
+    return f"Welch t = {t:.2f}, df = {df:.1f}, p = {p:.3g} (ours n = {row['n']}, paper n = {PAPER_SEEDS})", round(p, 5)
 
 
 def _paper_cell(printed: pd.DataFrame, row: dict) -> tuple[float | None, float | None, str | None]:
@@ -136,6 +188,9 @@ def _status(row: dict, reduced_width: bool, reduced_protocol: bool) -> str:
     suffix = " (reduced width)" if reduced_width else ""
     if row["paper_std"] is None:
         return "no spread printed" + suffix
+    if (row.get("n") or 1) >= 2 and row.get("std"):  # a mean over seeds: Welch's t-test with both spreads
+        p = welch(row["mean"], row["std"], row["n"], row["paper"], row["paper_std"])[2]
+        return ("consistent with the paper" if p >= WELCH_ALPHA else "differs") + suffix
     within = abs(row["diff"]) <= SPREAD * row["paper_std"]
     return ("within the paper's spread" if within else "differs") + suffix
 
@@ -153,8 +208,8 @@ def _not_run(obj: PaperObject, profile: Profile, planned: bool) -> str:
 
 def show(table: pd.DataFrame) -> str:
     """The table as text, ours beside the paper's, for a notebook cell or a log."""
-    cols = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "mean", "std", "n", "paper",
-            "paper_std", "diff", "status"]
+    cols = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
+            "paper", "paper_std", "diff", "status"]
     t = table[[c for c in cols if table[c].notna().any()]].copy()
     for c in ("eps", "eps_reported"):
         if c in t:
@@ -211,11 +266,15 @@ def _draw(ax, obj: PaperObject, table: pd.DataFrame, title_note: str) -> None:
             px = p[x] if x == "q" else _eps_x(p.eps, xmax)
             ax.plot(px, p.paper, "--", color=color, label=f"{m} (paper)")
             ax.fill_between(px, p.paper - p.paper_std.fillna(0), p.paper + p.paper_std.fillna(0), color=color, alpha=0.15)
-        ours = table[(table.method == m) & (table.label == "run here")].sort_values(x)
-        if len(ours):
-            ox = ours[x] if x == "q" else _eps_x(ours.eps, xmax)
-            ax.errorbar(ox, ours["mean"], yerr=ours["std"].fillna(0).astype(float), fmt="o-", color=color, capsize=3,
-                        label=f"{m} (run here" + ("; eps is local DP per record)" if m == "LATENT" else ")"))
+        ours = table[(table.method == m) & (table.label == "run here")]
+        widths = sorted(ours.width.dropna().unique(), reverse=True)
+        for j, w in enumerate(widths):  # one line per model width: full width solid, reduced ones lighter
+            at = ours[ours.width == w].sort_values(x)
+            ox = at[x] if x == "q" else _eps_x(at.eps, xmax)
+            what = ("; eps is local DP per record" if m == "LATENT" else
+                    "" if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width")
+            ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 2)],
+                        color=color, capsize=3, alpha=1.0 if j == 0 else 0.75, label=f"{m} (run here{what})")
         cited = table[(table.method == m) & (table.label == "paper, cited")]
         for c in cited.itertuples():
             e = c.eps_reported if not pd.isna(c.eps_reported) else c.eps

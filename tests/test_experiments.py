@@ -9,7 +9,7 @@ from dirdp.experiments import OBJECTS, Profile, Run, get_object
 from dirdp.presets import get_preset
 from dirdp.training import make_config
 
-PROFILES = ["paper", "cpu", "quick", "smoke"]
+PROFILES = ["paper", "cpu", "quick", "smoke", "gpu"]
 
 
 def test_printed_this_work_cells_are_exactly_each_objects_grid():
@@ -65,7 +65,8 @@ def test_profile_train_args_give_the_protocol_with_only_the_profiles_changes(nam
         preset = get_preset(run.dataset)
         t = prof.training
         scaled = run.method in ("alg1", "dpsgd")  # Papernot's CNN and LATENT run as published
-        assert cfg.steps == t.get("steps", preset.steps) and cfg.width == (t.get("width", 1.0) if scaled else 1.0)
+        width = (run.width or t.get("width", 1.0)) if scaled else 1.0  # a run's own width (extra runs) wins
+        assert cfg.steps == t.get("steps", preset.steps) and cfg.width == width
         assert cfg.q == run.q if run.q is not None else cfg.q == t.get("q", preset.q)
         assert cfg.alpha == (run.alpha or 3.0) and cfg.train_subset == t.get("train_subset")
         assert cfg.eps == run.eps and cfg.seed == run.seed and cfg.method == run.method
@@ -77,7 +78,7 @@ def test_cpu_profile_keeps_the_papers_privacy_protocol():
         args = prof.train_args(run)
         assert "--steps" not in args and "--q" not in args and "--train-subset" not in args
         if run.method in ("alg1", "dpsgd"):
-            assert args[args.index("--width") + 1] == "0.25"
+            assert args[args.index("--width") + 1] == ("0.5" if "_w0.5_" in run.tag else "0.25")
         else:
             assert "--width" not in args
 
@@ -100,3 +101,57 @@ def test_object_table_without_runs_shows_the_paper_and_says_why(tmp_path):
     status = dict(zip(table2[table2.method == "Algorithm 1"].eps, table2[table2.method == "Algorithm 1"].status))
     assert status[1.0] == "not run here (result file missing: run the DAG)"
     assert status[0.5] == "not run here (not in the 'cpu' profile's grid)"
+
+
+def _fake_run(root, profile, tag, *, dataset="fashionmnist", eps=2.0, seed=0, width=0.25, test=85.0):
+    """A result JSON with the fields the tables read (as python -m dirdp train writes them)."""
+    import json
+    from pathlib import Path
+
+    preset = get_preset(dataset)
+    path = Path(root) / profile / dataset / f"{tag}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(dict(
+        dataset=dataset, method="alg1", eps_target=eps if math.isfinite(eps) else "inf", seed=seed, q=preset.q,
+        alpha=3.0, steps=preset.steps, width=width, rstar=0.47, epsilon=eps if math.isfinite(eps) else "inf",
+        test_accuracy=test, val_accuracy=None, wall_time_s=1.0,
+        width_label="full width" if width == 1.0 else f"reduced width ({width:g}x channels)",
+        provenance=dict(config=dict(lr=0.1, optimizer="sgd", train_subset=None), device="cpu", git_commit="abc"))))
+
+
+def test_a_cell_shows_one_row_per_width_with_the_gpu_runs_and_welch_for_means(tmp_path):
+    from scipy import stats
+
+    for seed, acc in enumerate([85.3, 85.9, 85.0]):
+        _fake_run(tmp_path, "cpu", f"alg1_eps2_seed{seed}", seed=seed, test=acc)
+    _fake_run(tmp_path, "cpu", "alg1_w0.5_eps2_seed0", width=0.5, test=88.0)
+    for seed, acc in enumerate([91.0, 91.2]):
+        _fake_run(tmp_path, "gpu", f"alg1_eps2_seed{seed}", seed=seed, width=1.0, test=acc)
+    prof = Profile.load("config/cpu.yaml")
+    assert prof.config["also_show"] == ["gpu"]
+    table = report.object_table(get_object("table4_fashionmnist"), prof, runs_root=str(tmp_path))
+    cell = table[(table.method == "Algorithm 1") & (table.eps == 2.0)].set_index("width")
+    assert list(cell.index) == [1.0, 0.5, 0.25] and list(cell.n) == [2, 1, 3]
+    assert list(cell.runs) == ["gpu", "cpu", "cpu"]
+    full, half, quarter = cell.loc[1.0], cell.loc[0.5], cell.loc[0.25]
+    assert full.status == "consistent with the paper" and full.setting.endswith("full width")
+    want = stats.ttest_ind_from_stats(91.1, full["std"], 2, 91.13, 0.18, 5, equal_var=False)
+    assert full.p_value == pytest.approx(want.pvalue, abs=1e-4) and full.test.startswith("Welch t")
+    assert half.status == "differs (reduced width)" and half.test.startswith("one run")
+    assert quarter.status == "differs (reduced width)" and quarter.p_value < 0.05
+    assert quarter["mean"] == pytest.approx(85.4, abs=1e-3) and quarter.seeds == "0 1 2"
+    # a mean close to the paper's with a large spread is consistent; a single run 3 std away is not
+    row = dict(paper=91.13, paper_std=0.18, mean=90.9, std=0.5, n=3, diff=-0.23)
+    assert report._status(row, reduced_width=False, reduced_protocol=False) == "consistent with the paper"
+    assert report._status(dict(row, n=1, std=None, diff=-0.6), reduced_width=False,
+                          reduced_protocol=False) == "differs"
+    fig = report.figure(get_object("table4_fashionmnist"), table)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert {"Algorithm 1 (run here, full width)", "Algorithm 1 (run here, 0.5x width)",
+            "Algorithm 1 (run here, 0.25x width)"} <= set(labels)
+
+
+def test_a_profile_that_shows_a_missing_profile_is_an_error(tmp_path):
+    prof = Profile.from_config({"profile": "x", "objects": ["table2_mnist"], "also_show": ["nope"]})
+    with pytest.raises(ValueError, match="nope"):
+        report.object_table(get_object("table2_mnist"), prof, runs_root=str(tmp_path))
