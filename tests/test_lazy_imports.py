@@ -52,11 +52,16 @@ def test_the_blocker_blocks():
     assert proc.returncode != 0 and "No module named 'opacus' (blocked by the test)" in proc.stderr
 
 
+def train_blocked(method: str, eps: str, tiny_root, tmp_path):
+    """A 3-step tiny run of ``method`` with the workflow extras blocked: (process, result path)."""
+    out = tmp_path / f"{method}-{eps}.json"
+    return run_blocked(["train", "--method", method, "--dataset", "mnist", "--eps", eps, "--steps", "3", "--q", "0.25",
+                        "--width", "0.0625", "--no-progress", "--out", str(out)], tiny_root), out
+
+
 @pytest.mark.parametrize("eps", ["1", "inf"])
 def test_alg1_trains_without_the_workflow_extras(tiny_root, tmp_path, eps):
-    out = tmp_path / f"alg1-{eps}.json"
-    proc = run_blocked(["train", "--method", "alg1", "--dataset", "mnist", "--eps", eps, "--steps", "3", "--q", "0.25",
-                        "--width", "0.0625", "--no-progress", "--out", str(out)], tiny_root)
+    proc, out = train_blocked("alg1", eps, tiny_root, tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "blocked by the test" not in proc.stderr
     rec = json.loads(out.read_text())
@@ -67,9 +72,7 @@ def test_alg1_trains_without_the_workflow_extras(tiny_root, tmp_path, eps):
 
 @pytest.mark.parametrize("eps", ["1", "inf"])
 def test_dpsgd_without_opacus_is_one_clear_error(tiny_root, tmp_path, eps):
-    out = tmp_path / f"dpsgd-{eps}.json"
-    proc = run_blocked(["train", "--method", "dpsgd", "--dataset", "mnist", "--eps", eps, "--steps", "3", "--q", "0.25",
-                        "--width", "0.0625", "--no-progress", "--out", str(out)], tiny_root)
+    proc, out = train_blocked("dpsgd", eps, tiny_root, tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
