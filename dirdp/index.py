@@ -98,6 +98,14 @@ def _fixed_rows(results: Path, profile: str) -> list[str]:
         z = t.z.abs()
         rows.append(f"| Theorem 11 (Eqs. 3-5) | [`theorem11_mc.csv`](theorem11_mc.csv) | Monte Carlo, {len(t)} statistics, "
                     f"max abs z {z.max():.2f}, {100 * (z <= 2).mean():.1f}% within 2 SE |")
+    path = results / "width_effect.csv"
+    if path.exists():
+        t, _ = provenance.read_csv(path)
+        found = "; ".join(f"eps={fmt(float(e))}: " + ", ".join(
+            f"{r.width:g}x {r.mean:.2f} (n={r.n}, paper full width {r.paper_full_width:.2f})"
+            for r in g.sort_values("width").itertuples()) for e, g in t.groupby("eps")) or "no runs yet"
+        rows.append(f"| Width effect, FashionMNIST Algorithm 1 (not in the paper) | [`width_effect.csv`](width_effect.csv), "
+                    f"`figures/width_effect.png` | {found} |")
     path = results / "audit_canary.csv"
     if path.exists():
         t, _ = provenance.read_csv(path)
