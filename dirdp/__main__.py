@@ -180,6 +180,8 @@ def _add_campaign_parser(sub) -> None:
     r.add_argument("--no-tests", action="store_true", help="skip the CUDA test lane")
     r.add_argument("--no-bench", action="store_true", help="skip the benchmark")
     r.add_argument("--bench-reps", type=int, default=10)
+    r.add_argument("--require-clean", action="store_true",
+                   help="start a run only while the code equals its commit (the CPU campaign: no '+dirty' results)")
     s = act.add_parser("status", help="where each run of a profile's campaign stands")
     s.add_argument("--config", default="config/cpu.yaml")
     s.add_argument("--workdir")
@@ -207,7 +209,7 @@ def _campaign(args) -> int:
             summary = campaign.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
                                             smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
                                             tests=not args.no_tests, bench=not args.no_bench,
-                                            bench_reps=args.bench_reps)
+                                            bench_reps=args.bench_reps, require_clean=args.require_clean)
             failed = [r["run"] for r in summary["runs"] if r["status"] == "failed"]
             if failed:
                 print(f"failed runs: {', '.join(failed)} (their logs are in {summary['campaign_dir']}/logs)",

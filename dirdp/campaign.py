@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import io
 import json
+import math
 import os
 import shutil
 import signal
@@ -163,11 +164,13 @@ def _finish(job: Job, rc: int, say) -> None:
 
 
 def run_queue(jobs: list[Job], *, k: int, deadline: float | None = None, env: dict | None = None,
-              grace_s: float = 60.0, poll_s: float = 0.5, say=print, sample=None) -> list[Job]:
+              grace_s: float = 60.0, poll_s: float = 0.5, say=print, sample=None, hold=None,
+              hold_every_s: float = 10.0) -> list[Job]:
     """Train the queued jobs, ``k`` at a time, until all are done or ``deadline`` (a ``time.monotonic()``
     value; None = none) passes; then SIGTERM the running ones (each checkpoints and exits) and, after
     ``grace_s``, SIGKILL what is left. SIGTERM or SIGINT to this process count as the deadline.
-    ``sample()``, if given, is called about every 10 s while runs are going (GPU utilisation)."""
+    ``sample()``, if given, is called about every 10 s while runs are going (GPU utilisation).
+    ``hold()``, if given, is asked before each start: a reason (str) holds the start back until it is None."""
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     queue = [j for j in jobs if j.status == "queued"]
@@ -178,11 +181,18 @@ def run_queue(jobs: list[Job], *, k: int, deadline: float | None = None, env: di
         stop["now"] = True
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-    last_sample = 0.0
+    last_sample = last_hold = -math.inf
+    held = None
     try:
         while queue or running:
             out_of_time = stop["now"] or (deadline is not None and time.monotonic() >= deadline)
-            while queue and len(running) < k and not out_of_time:
+            if queue and len(running) < k and hold is not None and time.monotonic() - last_hold >= hold_every_s:
+                last_hold = time.monotonic()
+                reason = hold()
+                if reason and reason != held:
+                    say(f"holding the next start: {reason}")
+                held = reason
+            while queue and len(running) < k and not out_of_time and not held:
                 job = queue.pop(0)
                 if job.out.exists():  # finished meanwhile (another process)
                     job.status = "done"
@@ -358,7 +368,7 @@ def _step(name: str, cmd: list[str], log: Path, *, timeout: float, env: dict, sa
 def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | None = 540, k: int | None = None,
                  pack_to: str | Path | None = None, smoke: bool = False, workdir: str | Path | None = None,
                  max_runs: int | None = None, tests: bool = True, bench: bool = True, bench_reps: int = 10,
-                 say=print) -> dict:
+                 require_clean: bool = False, say=print) -> dict:
     """The whole campaign in one call (see the module docstring). ``workdir`` is the folder that holds
     ``results/`` (the repository by default; a temporary folder for ``smoke``). Returns the summary that
     is also written to ``results/campaign/<profile>/<UTC time>/summary.json``."""
@@ -416,7 +426,7 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     t_train = time.monotonic()
     reserve = 30 if device.startswith("cuda") else 20  # shutdown (checkpoints) and packing
     run_queue(jobs, k=k, deadline=None if deadline is None else deadline - reserve, env=env,
-              grace_s=15 if device.startswith("cuda") else 60, say=say,
+              grace_s=15 if device.startswith("cuda") else 60, say=say, hold=_dirty_code if require_clean else None,
               sample=(lambda: samples.append(s) if (s := gpu_sample()) else None) if device.startswith("cuda") else None)
     summary["train_s"] = round(time.monotonic() - t_train, 1)
     summary["gpu_samples"] = samples
@@ -439,6 +449,15 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         summary["pack"] = packed
     summary["campaign_dir"] = str(cdir)
     return summary
+
+
+def _dirty_code() -> str | None:
+    """Why a run must not start now: the code differs from its commit (its provenance would say "+dirty")."""
+    from dirdp.provenance import git_commit
+
+    if git_commit(REPO).endswith("+dirty"):
+        return "uncommitted code changes (a run started now would record '+dirty'); commit them and it starts"
+    return None
 
 
 def _record(job: Job) -> dict:

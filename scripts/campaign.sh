@@ -7,7 +7,8 @@
 #   bash scripts/campaign.sh save     # stop, then commit finished results and the checkpoints of unfinished
 #                                     # runs (git add -f: they are ignored otherwise), so the next start resumes
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
-# (their provenance names the commit); ALLOW_DIRTY=1 overrides. K=1 bash scripts/campaign.sh start for one.
+# (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides), and
+# the runner holds each next start back while there are some. K=1 bash scripts/campaign.sh start for one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -39,7 +40,9 @@ case "${1:-start}" in
       echo "$dirty" >&2
       exit 2
     fi
-    setsid nohup "$PY" -m dirdp campaign run --config "$CONFIG" --k "${K:-2}" --budget 0 --no-tests --no-bench \
+    clean=--require-clean
+    [ "${ALLOW_DIRTY:-0}" = 1 ] && clean=
+    setsid nohup "$PY" -m dirdp campaign run --config "$CONFIG" --k "${K:-2}" --budget 0 --no-tests --no-bench $clean \
       >> "$LOG" 2>&1 < /dev/null &
     echo $! > "$PIDFILE"
     echo "campaign: runner $(cat "$PIDFILE") started; log $LOG"

@@ -160,3 +160,13 @@ def test_the_gpu_campaign_without_a_gpu_says_so():
     done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--no-tests", "--no-bench"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no CUDA device" in done.stderr and "--smoke" in done.stderr
+
+
+def test_a_held_queue_starts_nothing_and_says_why(tmp_path):
+    prof = campaign.load_profile(REPO / "config/cpu.yaml", smoke=True)
+    jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs", max_runs=2)
+    said = []
+    campaign.run_queue(jobs, k=2, deadline=time.monotonic() + 1.5, say=said.append, poll_s=0.1,
+                       hold=lambda: "uncommitted code changes")
+    assert [j.status for j in jobs] == ["queued", "queued"] and not list(tmp_path.glob("logs/**/*.log"))
+    assert said == ["holding the next start: uncommitted code changes"]
