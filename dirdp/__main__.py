@@ -85,9 +85,6 @@ def _train(args) -> int:
     from dirdp.data import DatasetMissingError
     from dirdp.training import Interrupted, make_config, train
 
-    if Path(args.out).exists() and not args.force:
-        print(f"{args.out} exists: nothing to do (use --force to run again).", file=sys.stderr)
-        return 0
     if args.threads:
         import torch
 
@@ -99,6 +96,15 @@ def _train(args) -> int:
                           train_subset=args.train_subset, augment=args.augment, device=args.device, bf16=args.bf16,
                           channels_last=args.channels_last, eval_every=args.eval_every, log_every=args.log_every,
                           checkpoint_every=args.checkpoint_every)
+        if Path(args.out).exists() and not args.force:
+            made = _made_by(Path(args.out))
+            if made is not None and made != cfg.identity():
+                diff = ", ".join(f"{k}: {made.get(k)!r} there, {v!r} asked" for k, v in cfg.identity().items()
+                                 if made.get(k) != v)
+                raise ValueError(f"{args.out} exists and holds another run ({diff}). Choose another --out, "
+                                 "or --force to replace it.")
+            print(f"{args.out} exists: nothing to do (use --force to run again).", file=sys.stderr)
+            return 0
         result = train(cfg, args.out, data_root=args.data_root, progress=not args.no_progress)
     except (ValueError, DatasetMissingError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -120,6 +126,18 @@ def _train(args) -> int:
           f"{result['test_accuracy']:.2f}%, certified eps={eps}, "
           f"{result['wall_time_s']:.0f} s ({result['steps_per_s']:.2f} steps/s) -> {args.out}")
     return 0
+
+
+def _made_by(out) -> dict | None:
+    """The run identity (``RunConfig.identity()``) recorded in an existing result JSON; None if unreadable."""
+    from dirdp.training import RunConfig
+
+    try:
+        rec = json.loads(out.read_text())
+        config = {k: float(v) if v in ("inf", "-inf", "nan") else v for k, v in rec["provenance"]["config"].items()}
+        return RunConfig(**{"method": rec.get("method", "alg1"), **config}).identity()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -95,3 +95,20 @@ def test_bench_baselines_times_dpsgd_against_algorithm1_on_the_same_model():
     assert [r["model"] for r in rows] == ["inception", "papernot_cnn"]
     assert all(r["dpsgd_s"] > 0 and r["dpsgd_over_algorithm1"] > 0 for r in rows)
     assert "DP-SGD / Alg. 1" in out.stdout
+
+
+def test_an_existing_result_of_another_run_is_refused_and_its_own_is_left_alone(tiny_root, tmp_path):
+    out = tmp_path / "x.json"
+    base = ["train", "--dataset", "mnist", "--steps", "2", "--q", "0.25", "--width", "0.0625", "--no-progress",
+            "--data-root", str(tiny_root), "--out", str(out)]
+    first = run(*base, "--eps", "1")
+    assert first.returncode == 0, first.stderr
+    made = out.read_bytes()
+    same = run(*base, "--eps", "1", "--eval-every", "7")  # how often to evaluate is not part of the run
+    assert same.returncode == 0 and "nothing to do" in same.stderr
+    other = run(*base, "--eps", "2")
+    assert other.returncode == 2 and "holds another run (eps: 1.0 there, 2.0 asked)" in other.stderr
+    assert "Traceback" not in other.stderr and out.read_bytes() == made
+    inf = run(*base[:-2], "--eps", "inf", "--out", str(tmp_path / "inf.json"))
+    assert inf.returncode == 0 and "nothing to do" in run(*base[:-2], "--eps", "inf", "--out",
+                                                           str(tmp_path / "inf.json")).stderr
