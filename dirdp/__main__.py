@@ -85,6 +85,9 @@ def _train(args) -> int:
     from dirdp.data import DatasetMissingError
     from dirdp.training import Interrupted, make_config, train
 
+    if args.threads is not None and args.threads < 1:
+        print(f"error: --threads must be at least 1. Found {args.threads}.", file=sys.stderr)
+        return 2
     if args.threads:
         import torch
 

@@ -107,7 +107,35 @@ def make_config(dataset: str, eps: float, seed: int = 0, **overrides) -> RunConf
                 lr=0.001 if optimizer == "adam" else p.lr, optimizer=optimizer, model=p.model,
                 augment=p.name == "cifar10")
     base.update(overrides)
-    return RunConfig(**base)
+    return _validated(RunConfig(**base))
+
+
+def _validated(cfg: RunConfig) -> RunConfig:
+    """``cfg`` if every field is in its domain, else a ValueError naming the field, what was found and what
+    is allowed (the CLI prints it and exits 2 before any work starts)."""
+    from dirdp.models import MODELS
+
+    def need(ok: bool, field: str, allowed: str):
+        if not ok:
+            raise ValueError(f"{field} must be {allowed}. Found {field}={getattr(cfg, field)!r}.")
+
+    need(0 < cfg.q <= 1, "q", "a sampling rate in (0, 1]")
+    need(cfg.steps >= 1, "steps", "at least 1")
+    need(cfg.alpha > 0, "alpha", "> 0")
+    need(0 < cfg.delta < 1, "delta", "in (0, 1)")
+    need(cfg.lr > 0, "lr", "> 0")
+    need(0 < cfg.width <= 8, "width", "a channel multiplier in (0, 8]")
+    need(cfg.train_subset is None or cfg.train_subset >= 1, "train_subset", "at least 1 record")
+    for field in ("eval_every", "log_every", "checkpoint_every"):
+        need(getattr(cfg, field) >= 1, field, "at least 1 step")
+    need(cfg.max_grad_norm > 0, "max_grad_norm", "> 0")
+    need(cfg.model in MODELS or cfg.model == "latent", "model", f"one of {', '.join(MODELS)}")
+    try:
+        device = torch.device(cfg.device)
+    except (RuntimeError, ValueError):
+        device = None
+    need(device is not None and device.type in ("cpu", "cuda"), "device", "cpu, cuda or cuda:N")
+    return cfg
 
 
 def poisson_sample(n: int, q: float, *, size_generator: torch.Generator, index_generator: torch.Generator,

@@ -112,3 +112,28 @@ def test_an_existing_result_of_another_run_is_refused_and_its_own_is_left_alone(
     inf = run(*base[:-2], "--eps", "inf", "--out", str(tmp_path / "inf.json"))
     assert inf.returncode == 0 and "nothing to do" in run(*base[:-2], "--eps", "inf", "--out",
                                                            str(tmp_path / "inf.json")).stderr
+
+
+@pytest.mark.parametrize("flags,match", [
+    (["--eps", "inf", "--q", "1.5"], "q must be a sampling rate in (0, 1]. Found q=1.5"),
+    (["--q", "0"], "Found q=0.0"),
+    (["--train-subset", "0"], "train_subset must be at least 1 record"),
+    (["--train-subset", "-5"], "Found train_subset=-5"),
+    (["--eps", "inf", "--steps", "0"], "steps must be at least 1"),
+    (["--eval-every", "0"], "eval_every must be at least 1 step"),
+    (["--threads", "-1"], "--threads must be at least 1"),
+    (["--model", "foo"], "model must be one of inception"),
+    (["--device", "foo"], "device must be cpu, cuda or cuda:N"),
+    (["--width", "0"], "width must be a channel multiplier"),
+    (["--lr", "-1"], "lr must be > 0"),
+])
+def test_bad_train_arguments_are_refused_before_any_work(flags, match, tmp_path, capsys):
+    from dirdp.__main__ import main
+
+    out = tmp_path / "x.json"
+    args = ["train", "--dataset", "mnist", "--eps", "1", "--out", str(out), "--data-root", str(tmp_path / "none"),
+            *flags]
+    args = args[:3] + args[5:] if flags[0] == "--eps" else args  # the case's own --eps wins
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert match in err and "Traceback" not in err and not out.exists() and not (tmp_path / "none").exists()
