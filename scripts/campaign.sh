@@ -60,12 +60,14 @@ case "${1:-start}" in
   save)
     stop
     profile=$("$PY" -c "import yaml, sys; print(yaml.safe_load(open('$CONFIG'))['profile'])")
-    git add -A -- "results/runs/$profile"   # results, released models, a finished run's deleted checkpoint
+    paths=("results/runs/$profile")
+    [ -n "$(ls -A "results/campaign/$profile" 2>/dev/null)" ] && paths+=("results/campaign/$profile")  # runner records
+    git add -A -- "${paths[@]}"   # results, released models, runner records, a finished run's deleted checkpoint
     find "results/runs/$profile" -name '*.ckpt.pt' -print0 | xargs -0 -r git add -f --   # unfinished runs
-    if git diff --cached --quiet -- "results/runs/$profile"; then
+    if git diff --cached --quiet -- "${paths[@]}"; then
       echo "campaign: nothing new to commit"
     else
-      git commit -q -m "campaign ($profile): results and checkpoints as of $(date -u +%Y-%m-%dT%H:%MZ)" -- "results/runs/$profile"
+      git commit -q -m "campaign ($profile): results and checkpoints as of $(date -u +%Y-%m-%dT%H:%MZ)" -- "${paths[@]}"
       echo "campaign: committed $(git rev-parse --short HEAD)"
     fi
     "$PY" -m dirdp campaign status --config "$CONFIG"
