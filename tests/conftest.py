@@ -3,6 +3,8 @@
 import gzip
 import os
 import pickle
+import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,3 +63,18 @@ def tiny_root(tmp_path_factory) -> Path:
         arrays[f"{split}_labels"] = (np.arange(n) % 7).reshape(-1, 1)
     np.savez(root / "medmnist" / "dermamnist.npz", **arrays)
     return root
+
+
+@pytest.fixture
+def kill_at_first_checkpoint():
+    """``kill(proc, ckpt, timeout=180)``: SIGKILL a training process as soon as its checkpoint exists (or it
+    ended, or ``timeout`` passed): what a machine that stops without warning leaves behind."""
+
+    def kill(proc, ckpt: Path, *, timeout: float = 180.0) -> None:
+        deadline = time.time() + timeout
+        while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+    return kill

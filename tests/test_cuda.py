@@ -15,10 +15,8 @@ import functools
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -135,7 +133,7 @@ def all_close(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-5, rtol=1e-4) for k in a)
 
 
-def test_killed_and_resumed_cuda_run_ends_with_the_same_parameters(tiny_root, tmp_path):
+def test_killed_and_resumed_cuda_run_ends_with_the_same_parameters(tiny_root, tmp_path, kill_at_first_checkpoint):
     env = dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1", CUBLAS_WORKSPACE_CONFIG=":4096:8")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     args = ["train", "--dataset", "mnist", "--eps", "8", "--steps", "400", "--q", "0.25", "--width", "0.0625",
@@ -164,11 +162,7 @@ def test_killed_and_resumed_cuda_run_ends_with_the_same_parameters(tiny_root, tm
         cut_log = tmp_path / "cut.log"
         p_cut = start(cut, log=cut_log)
         ckpt = tmp_path / "cut.json.ckpt.pt"
-        deadline = time.time() + 180
-        while not ckpt.exists() and p_cut.poll() is None and time.time() < deadline:
-            time.sleep(0.01)
-        p_cut.send_signal(signal.SIGKILL)
-        p_cut.wait()
+        kill_at_first_checkpoint(p_cut, ckpt)
         assert ckpt.exists() and not cut.exists(), f"the run ended before it was killed:\n{cut_log.read_text()}"
         saved = torch.load(ckpt, weights_only=False)  # no map_location: each tensor on the device it was saved from
         assert 0 < saved["state"]["step"] < 400

@@ -3,10 +3,8 @@
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pandas as pd
@@ -93,7 +91,7 @@ def test_a_checkpoint_of_another_run_is_refused(tiny_mnist, tmp_path):
         train(cfg, tmp_path / "x.json", data=tiny_mnist, progress=False)
 
 
-def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path):
+def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path, kill_at_first_checkpoint):
     env = dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1")
     args = [sys.executable, "-m", "dirdp", "train", "--dataset", "mnist", "--eps", "8", "--steps", "400",
             "--q", "0.25", "--width", "0.0625", "--eval-every", "100", "--checkpoint-every", "20", "--no-progress"]
@@ -102,11 +100,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path)
     cut = tmp_path / "cut.json"
     proc = subprocess.Popen(args + ["--out", str(cut)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     ckpt = tmp_path / "cut.json.ckpt.pt"
-    deadline = time.time() + 120
-    while not ckpt.exists() and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_at_first_checkpoint(proc, ckpt, timeout=120)
     assert ckpt.exists() and not cut.exists(), "the run finished before it could be killed"
     step = torch.load(ckpt, weights_only=False)["state"]["step"]
     assert 0 < step < 400
