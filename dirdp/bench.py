@@ -209,7 +209,7 @@ def _campaign_dpsgd(name: str, width: float, dev: torch.device, bf16: bool, chan
 def _opacus_missing() -> str | None:
     """Why Opacus cannot be imported here, or None if it can."""
     try:
-        import opacus  # noqa: F401  # noqa: F401 - only whether it imports
+        import opacus  # noqa: F401 - only whether it imports
     except ImportError as e:
         return f"opacus not importable: {type(e).__name__}: {e}"
     return None
