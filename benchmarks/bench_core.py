@@ -18,7 +18,8 @@ import time  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from dirdp import accountant, paper, tables  # noqa: E402
+from dirdp import accountant, paper  # noqa: E402
+from dirdp.report import tables  # noqa: E402
 from dirdp.mechanism import dirichlet_nll  # noqa: E402
 from dirdp.presets import PRESETS  # noqa: E402
 

@@ -2,14 +2,31 @@
 
 from __future__ import annotations
 
-import argparse
 import json
+import math
 import sys
 
-from dirdp import accountant
+from dirdp import accountant, methods
 from dirdp.presets import PRESETS, get_preset
+from dirdp.cli import _parse, build_parser  # noqa: F401  (build_parser: the parser, for tests and docs)
 
 EXIT_INTERRUPTED = 75  # train stopped by SIGTERM/SIGINT after checkpointing (EX_TEMPFAIL): rerun to resume
+
+
+def _json(obj) -> str:
+    """``obj`` as strict JSON: a non-finite float is written as the string "inf", "-inf" or "nan" (JSON has no
+    Infinity or NaN; :func:`dirdp.protocol.parse_eps` reads those strings back)."""
+
+    def finite(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return str(v)
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [finite(x) for x in v]
+        return v
+
+    return json.dumps(finite(obj), allow_nan=False)
 
 
 def _protocol(args) -> dict:
@@ -23,60 +40,9 @@ def _protocol(args) -> dict:
         if value is None:
             value = default
         if value is None:
-            raise SystemExit(f"error: give --preset or --{key} (presets: {', '.join(PRESETS)}).")
+            raise ValueError(f"give --preset or --{key} (presets: {', '.join(PRESETS)}).")
         out[key] = value
     return out
-
-
-def _add_protocol_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", choices=sorted(PRESETS), help="protocol of Section 4.1.2 (q, T, alpha=3, delta=1e-5)")
-    p.add_argument("--alpha", type=float, help="Dirichlet offset alpha (preset: 3)")
-    p.add_argument("--q", type=float, help="Poisson sampling rate q")
-    p.add_argument("--steps", type=int, help="number of training steps T")
-    p.add_argument("--delta", type=float, help="DP delta (default 1e-5)")
-    p.add_argument("--max-order", type=int, default=accountant.DEFAULT_MAX_ORDER, help="largest RDP order searched")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def _eps(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"eps must be > 0 or 'inf'. Found {text}.")
-    return value
-
-
-def _add_train_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", required=True, choices=sorted(PRESETS))
-    p.add_argument("--eps", type=_eps, required=True, help="target epsilon, or 'inf' for the non-private column")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="result JSON (checkpoint beside it, as <out>.ckpt.pt)")
-    p.add_argument("--method", default="alg1", choices=["alg1", "dpsgd", "tempered", "latent"],
-                   help="alg1: Algorithm 1; dpsgd: DP-SGD with Opacus (C=1, sigma calibrated to eps by its RDP "
-                        "accountant); tempered: DP-SGD on the tempered-sigmoid CNN of Papernot et al.; latent: "
-                        "LATENT local DP (its eps is per record, a different guarantee)")
-    g = p.add_argument_group("overrides of the paper's protocol (r* is recomputed for what actually runs)")
-    g.add_argument("--steps", type=int, help="T")
-    g.add_argument("--q", type=float, help="Poisson sampling rate")
-    g.add_argument("--alpha", type=float)
-    g.add_argument("--delta", type=float)
-    g.add_argument("--lr", type=float)
-    g.add_argument("--optimizer", choices=["sgd", "adam"])
-    g.add_argument("--model", help="inception, resnet18, resnet9 or papernot_cnn")
-    g.add_argument("--max-grad-norm", type=float, help="DP-SGD clipping norm C (default 1.0)")
-    g.add_argument("--width", type=float, help="channel-width multiplier (1 = the paper's model)")
-    g.add_argument("--train-subset", type=int, help="train on a seeded random subset of this size")
-    g.add_argument("--no-augment", dest="augment", action="store_const", const=False, help="no CIFAR-10 augmentation")
-    d = p.add_argument_group("execution")
-    d.add_argument("--device", default="cpu", help="cpu or cuda")
-    d.add_argument("--bf16", action="store_true", help="bf16 autocast for the model (the mechanism stays float32)")
-    d.add_argument("--channels-last", action="store_true")
-    d.add_argument("--eval-every", type=int, default=500)
-    d.add_argument("--log-every", type=int, default=50)
-    d.add_argument("--checkpoint-every", type=int, default=200)
-    d.add_argument("--threads", type=int, help="CPU threads for torch (default: torch's choice)")
-    d.add_argument("--data-root", help="data folder (default: $DIRDP_DATA, else ./data)")
-    d.add_argument("--no-progress", action="store_true")
-    d.add_argument("--force", action="store_true", help="run again even if --out exists")
 
 
 def _train(args) -> int:
@@ -99,7 +65,7 @@ def _train(args) -> int:
                           train_subset=args.train_subset, augment=args.augment, device=args.device, bf16=args.bf16,
                           channels_last=args.channels_last, eval_every=args.eval_every, log_every=args.log_every,
                           checkpoint_every=args.checkpoint_every)
-        if Path(args.out).exists() and not args.force:
+        if Path(args.out).is_file() and not args.force:  # a folder as --out: train() says so
             made = _made_by(Path(args.out))
             if made is not None and made != cfg.identity():
                 diff = ", ".join(f"{k}: {made.get(k)!r} there, {v!r} asked" for k, v in cfg.identity().items()
@@ -115,16 +81,7 @@ def _train(args) -> int:
     except Interrupted as stopped:  # SIGTERM/SIGINT: the checkpoint is written, the same command resumes
         print(f"stopped: {stopped}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    if cfg.method == "latent":
-        eps = (f"{result['epsilon']:g} claimed (local DP per record); exact LDP epsilon of the release "
-               f"{result['eps_ldp_worst_case']:.4g}")
-    elif result.get("noise_multiplier") is not None:
-        eps = (f"{result['epsilon']:.4f} (Opacus RDP; PRV {result['epsilon_prv']:.4f}), "
-               f"sigma={result['noise_multiplier']:.4f}")
-    elif result["rstar"] is not None:
-        eps = f"{result['epsilon']:.4f} (Theorem 10, order {result['epsilon_order']}), r*={result['rstar']:.6f}"
-    else:
-        eps = "inf"
+    eps = methods.get(cfg.method).describe(result)
     print(f"{cfg.method} {cfg.dataset} eps={cfg.eps:g} seed={cfg.seed} [{result['width_label']}]: test accuracy "
           f"{result['test_accuracy']:.2f}%, certified eps={eps}, "
           f"{result['wall_time_s']:.0f} s ({result['steps_per_s']:.2f} steps/s) -> {args.out}")
@@ -143,72 +100,59 @@ def _made_by(out) -> dict | None:
         return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m dirdp", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    p_r = sub.add_parser("rstar", help="r* of Eq. (1) for a target epsilon")
-    p_r.add_argument("--eps", type=float, required=True, help="target epsilon")
-    _add_protocol_flags(p_r)
-    p_e = sub.add_parser("epsilon", help="epsilon certified by Theorem 10 for a given r")
-    p_e.add_argument("--r", type=float, required=True, help="Dirichlet scale r in (0, alpha)")
-    _add_protocol_flags(p_e)
-    p_t = sub.add_parser("train", help="one run of Algorithm 1 (a table cell), with checkpoints and provenance")
-    _add_train_flags(p_t)
-    p_i = sub.add_parser("index", help="write results/README.md: every paper object, its command, ours vs paper")
-    p_i.add_argument("--results", default="results")
-    p_i.add_argument("--profile", required=True, help="the profile the DAG ran (config/<profile>.yaml)")
-    p_i.add_argument("--out", default="results/README.md")
-    p_b = sub.add_parser("bench", help="per-step time of non-private training vs Algorithm 1, per model")
-    p_b.add_argument("--models", nargs="+", choices=["inception", "resnet18", "resnet9", "papernot_cnn"],
-                     help="default: inception resnet18 resnet9 (with --campaign: and papernot_cnn)")
-    p_b.add_argument("--width", type=float, default=1.0)
-    p_b.add_argument("--reps", type=int, default=5)
-    p_b.add_argument("--device", default="cpu")
-    p_b.add_argument("--bf16", action="store_true")
-    p_b.add_argument("--channels-last", action="store_true")
-    p_b.add_argument("--baselines", action="store_true",
-                     help="also DP-SGD (Opacus) vs Algorithm 1 on the same GroupNorm model, and the tempered-sigmoid CNN")
-    p_b.add_argument("--threads", type=int,
-                     help="CPU threads for torch (default: torch's choice; the cpu profile's runs use 1)")
-    p_b.add_argument("--json", action="store_true", help="also print the rows as one JSON list")
-    p_b.add_argument("--campaign", action="store_true",
-                     help="the GPU campaign's table: inception and resnet18 (or --models), non-private / Algorithm 1 / "
-                          "DP-SGD, fp32 and bf16 + channels_last, peak memory, and the projected time of a Table-1 "
-                          "cell and of the paper profile")
-    p_b.add_argument("--json-out", help="with --campaign: write the rows and projections to this JSON file")
-    p_b.add_argument("--precisions", nargs="+", default=["fp32", "bf16+cl"], choices=["fp32", "fp32+cl", "bf16", "bf16+cl"],
-                     help="with --campaign: fp32 and/or bf16 autocast, each optionally channels_last (+cl)")
-    _add_campaign_parser(sub)
-    return parser
+def _index(args) -> int:
+    """``index``: the profile must be one of config/*.yaml and the folder of --out must exist (checked before
+    any work; exit 2 with one line otherwise)."""
+    from pathlib import Path
+
+    import dirdp
+
+    config = Path(dirdp.__file__).resolve().parents[1] / "config"
+    profiles = sorted(p.stem for p in config.glob("*.yaml") if p.stem != "schema")
+    out = Path(args.out)
+    problem = None
+    if profiles and args.profile not in profiles:
+        problem = (f"--profile {args.profile!r}: there is no config/{args.profile}.yaml. "
+                   f"Profiles: {', '.join(profiles)}.")
+    elif not out.parent.is_dir():
+        what = "is a file, not a folder" if out.parent.exists() else "does not exist"
+        problem = f"--out {args.out}: the folder {out.parent} {what}; choose another --out (or create the folder)."
+    elif out.is_dir():
+        problem = f"--out {args.out} is a folder; give a file name, such as {out / 'README.md'}."
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    from dirdp.report.index import write_index
+
+    print(write_index(results=args.results, profile=args.profile, out=args.out))
+    return 0
 
 
-def _add_campaign_parser(sub) -> None:
-    p = sub.add_parser("campaign", help="train a profile's runs in priority order, K at a time, inside a budget "
-                                        "(the GPU campaign; the CPU evidence campaign)")
-    act = p.add_subparsers(dest="action", required=True)
-    r = act.add_parser("run", help="test lane, benchmark, then the queue K at a time; pack what it made")
-    r.add_argument("--config", default="config/gpu.yaml", help="profile whose campaign queue runs (config/gpu.yaml)")
-    r.add_argument("--budget", type=float, default=540,
-                   help="wall-clock seconds for everything, packing included (0: no limit). Runs the budget cuts "
-                        "off leave their checkpoint; the next call resumes them")
-    r.add_argument("--k", type=int, help="runs side by side (default: from the benchmark's memory; CPU: cores)")
-    r.add_argument("--pack", metavar="DIR", help="pack results, checkpoints, logs and the benchmark into DIR "
-                                                 "(at most 4 files of 15.5 MiB); `campaign unpack DIR` puts them back")
-    r.add_argument("--smoke", action="store_true",
-                   help="the same machinery on CPU: 4-step runs, K = 2, in a temporary folder (or --workdir)")
-    r.add_argument("--workdir", help="folder holding results/ (default: the repository)")
-    r.add_argument("--max-runs", type=int, help="only the first N runs of the queue")
-    r.add_argument("--no-tests", action="store_true", help="skip the CUDA test lane")
-    r.add_argument("--no-bench", action="store_true", help="skip the benchmark")
-    r.add_argument("--bench-reps", type=int, default=10)
-    r.add_argument("--require-clean", action="store_true",
-                   help="start a run only while the code equals its commit (the CPU campaign: no '+dirty' results)")
-    s = act.add_parser("status", help="where each run of a profile's campaign stands")
-    s.add_argument("--config", default="config/cpu.yaml")
-    s.add_argument("--workdir")
-    u = act.add_parser("unpack", help="put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the repository")
-    u.add_argument("src", metavar="DIR")
-    u.add_argument("--into", help="repository root (default: this one)")
+def _bench_problem(args) -> str | None:
+    """What is wrong with ``bench``'s arguments (None: nothing), checked before any model is built."""
+    from pathlib import Path
+
+    import torch
+
+    from dirdp.training import MIN_WIDTH
+
+    if not MIN_WIDTH <= args.width <= 8:
+        return f"--width must be a channel multiplier in [{MIN_WIDTH:g}, 8]. Found {args.width:g}."
+    if args.reps < 1:
+        return f"--reps must be at least 1. Found {args.reps}."
+    if args.threads is not None and args.threads < 1:
+        return f"--threads must be at least 1. Found {args.threads}."
+    try:
+        device = torch.device(args.device)
+    except (RuntimeError, ValueError):
+        device = None
+    if device is None or device.type not in ("cpu", "cuda"):
+        return f"--device must be cpu, cuda or cuda:N. Found {args.device!r}."
+    if device.type == "cuda" and not torch.cuda.is_available():
+        return f"--device {args.device}: torch sees no CUDA device. Use --device cpu."
+    if args.json_out and not Path(args.json_out).parent.is_dir():
+        return f"--json-out {args.json_out}: the folder {Path(args.json_out).parent} does not exist."
+    return None
 
 
 def _campaign(args) -> int:
@@ -225,8 +169,12 @@ def _campaign(args) -> int:
         else:
             if args.k is not None and args.k < 1:
                 raise ValueError(f"--k must be at least 1. Found {args.k}.")
-            if args.budget < 0:
+            if not args.budget >= 0:  # nan too
                 raise ValueError(f"--budget must be >= 0 seconds (0: no limit). Found {args.budget:g}.")
+            if args.max_runs is not None and args.max_runs < 1:
+                raise ValueError(f"--max-runs must be at least 1. Found {args.max_runs}.")
+            if args.bench_reps < 1:
+                raise ValueError(f"--bench-reps must be at least 1. Found {args.bench_reps}.")
             summary = campaign.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
                                             smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
                                             tests=not args.no_tests, bench=not args.no_bench,
@@ -243,17 +191,18 @@ def _campaign(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = _parse(argv)
     if args.command == "train":
         return _train(args)
     if args.command == "index":
-        from dirdp.index import write_index
-
-        print(write_index(results=args.results, profile=args.profile, out=args.out))
-        return 0
+        return _index(args)
     if args.command == "campaign":
         return _campaign(args)
     if args.command == "bench":
+        problem = _bench_problem(args)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         import torch
 
         from dirdp import bench
@@ -269,15 +218,15 @@ def main(argv: list[str] | None = None) -> int:
                           baselines=args.baselines,
                           channels_last=args.channels_last)
         if args.json:
-            print(json.dumps(rows))
+            print(_json(rows))
         return 0
 
-    proto = _protocol(args)
-    record = dict(preset=args.preset, **proto, max_order=args.max_order)
+    record = dict(preset=args.preset)
     try:
+        proto = _protocol(args)
+        record.update(proto, max_order=args.max_order)
         if args.command == "rstar":
-            r = accountant.rstar(eps=args.eps, max_order=args.max_order, **proto)
-            spend = accountant.epsilon(r=r, max_order=args.max_order, **proto)
+            r, spend = accountant.calibrate(eps=args.eps, max_order=args.max_order, **proto)
             record.update(eps=args.eps, rstar=r, certified_epsilon=spend.epsilon, order=spend.order)
             text = (f"r* = {r:.6f}  (target eps={args.eps:g}; Theorem 10 certifies eps={spend.epsilon:.6f} "
                     f"at order lambda={spend.order})")
@@ -287,11 +236,11 @@ def main(argv: list[str] | None = None) -> int:
             text = f"epsilon = {spend.epsilon:.6f} at order lambda={spend.order}  (r={args.r:g}, delta={proto['delta']:g})"
     except ValueError as err:
         if args.json:
-            print(json.dumps(dict(record, error=str(err))))
+            print(_json(dict(record, error=str(err))))
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(record))
+        print(_json(record))
     else:
         print(text)
         print(f"  alpha={proto['alpha']:g}  q={proto['q']:.6g}  T={proto['steps']}  delta={proto['delta']:g}")

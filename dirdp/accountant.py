@@ -43,6 +43,19 @@ class PrivacySpend:
     delta: float
 
 
+MAX_MAX_ORDER = 10_000
+"""Largest ``max_order`` accepted: the accountant builds max_order x max_order tables, so memory grows as its
+square (about 3 GiB at 10,000; 80 GB for a single table at 100,000)."""
+
+
+def _is_int(x) -> bool:
+    """An integer value (int, or a float with no fraction); False for nan, inf and non-numbers."""
+    try:
+        return math.isfinite(x) and int(x) == x
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 def _check(*, alpha=None, r=None, q=None, steps=None, delta=None, eps=None, max_order=None):
     """Raise a ValueError that says which argument is out of range and what was found."""
     if alpha is not None and not (math.isfinite(alpha) and alpha > 0):
@@ -51,14 +64,19 @@ def _check(*, alpha=None, r=None, q=None, steps=None, delta=None, eps=None, max_
         raise ValueError(f"r must lie in (0, alpha) = (0, {alpha}). Found r={r}.")
     if q is not None and not (0 < q < 1):
         raise ValueError(f"q (the Poisson sampling rate) must lie in (0, 1). Found q={q}.")
-    if steps is not None and (int(steps) != steps or steps < 1):
+    if steps is not None and not (_is_int(steps) and steps >= 1):
         raise ValueError(f"steps (T) must be an integer >= 1. Found steps={steps}.")
     if delta is not None and not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1). Found delta={delta}.")
     if eps is not None and not (eps > 0):
         raise ValueError(f"eps must be > 0. Found eps={eps}.")
-    if max_order is not None and (int(max_order) != max_order or max_order < 2):
-        raise ValueError(f"max_order must be an integer >= 2. Found max_order={max_order}.")
+    if eps is not None and math.isinf(eps):
+        raise ValueError("eps = inf needs no r: the non-private run adds no noise (train --eps inf trains "
+                         "without the mechanism). Ask for a finite eps > 0.")
+    if max_order is not None and not (_is_int(max_order) and 2 <= max_order <= MAX_MAX_ORDER):
+        raise ValueError(f"max_order must be an integer in [2, {MAX_MAX_ORDER}]: the RDP orders 2..max_order are "
+                         f"searched with max_order x max_order tables, whose memory grows as its square (about "
+                         f"3 GiB at {MAX_MAX_ORDER}). Found max_order={max_order}.")
 
 
 def dirichlet_rdp(*, orders, r: float, alpha: float) -> np.ndarray:
@@ -162,6 +180,8 @@ def epsilon(
     """h(r) of Section 3.4: the epsilon that Theorem 10 certifies for T steps of Algorithm 1,
 
     h(r) = min over lambda in Lambda(r) of eps_o(lambda, delta; r), with the order that attains it.
+
+    What it covers: the T released Dirichlet samples, not the trained model (see :mod:`dirdp.audit`).
     """
     _check(alpha=alpha, r=r, q=q, steps=steps, delta=delta, max_order=max_order)
     orders = admissible_orders(r=r, alpha=alpha, max_order=max_order)
@@ -197,6 +217,8 @@ def rstar(
     to ~1e-15, and then made **conservative**: the r returned always satisfies h(r) <= eps.
 
     Raises InfeasibleEpsilonError (a ValueError) naming the floor when eps <= floor.
+
+    What it covers: the T released Dirichlet samples, not the trained model (see :mod:`dirdp.audit`).
     """
     _check(alpha=alpha, q=q, steps=steps, delta=delta, eps=eps, max_order=max_order)
     floor = epsilon_floor(alpha=alpha, q=q, steps=steps, delta=delta, max_order=max_order)
@@ -231,3 +253,14 @@ def rstar(
         root = max(lo, root - step)
         step *= 2.0
     return root
+
+
+def calibrate(
+    *, eps: float, alpha: float, q: float, steps: int, delta: float, max_order: int = DEFAULT_MAX_ORDER
+) -> tuple[float, PrivacySpend]:
+    """r* of Eq. (1) for ``eps`` and what Theorem 10 certifies at it: (r*, h(r*)), h(r*).epsilon <= eps.
+
+    What it covers: the T released Dirichlet samples, not the trained model (see :mod:`dirdp.audit`).
+    """
+    r = rstar(eps=eps, alpha=alpha, q=q, steps=steps, delta=delta, max_order=max_order)
+    return r, epsilon(r=r, alpha=alpha, q=q, steps=steps, delta=delta, max_order=max_order)

@@ -16,15 +16,29 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from dirdp.augment import random_crop_flip  # noqa: F401  (Section 4.1.2's CIFAR-10 augmentation)
+
 
 class DatasetMissingError(FileNotFoundError):
     """A data set is not on disk and could not be downloaded."""
+
+
+class DatasetCorruptError(ValueError):
+    """A data file is on disk but cannot be read (truncated, or not the format expected). Its message names
+    the file and says to delete it and download or copy it again."""
+
+    def __init__(self, path: str | os.PathLike, problem: str):
+        super().__init__(f"{path} is damaged: {problem}. Delete it and download it again (or copy it again "
+                         "from a complete copy of the data set).")
+        self.path = Path(path)
 
 
 @dataclass(frozen=True)
@@ -118,16 +132,28 @@ def missing_files(name: str, root: str | os.PathLike | None = None) -> list[Path
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:
-    """An IDX file (LeCun's MNIST format), gzip-compressed or not, as a numpy array."""
+    """An IDX file (LeCun's MNIST format), gzip-compressed or not, as a numpy array.
+
+    A truncated or damaged file raises :class:`DatasetCorruptError` (a ValueError) naming it."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as fh:
-        data = fh.read()
-    if data[0] != 0 or data[1] != 0 or data[2] != 0x08:
-        raise ValueError(f"{path} is not an unsigned-byte IDX file (magic {data[:4].hex()}).")
+    try:
+        with opener(path, "rb") as fh:
+            data = fh.read()
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:  # truncated download or copy, or not gzip at all
+        raise DatasetCorruptError(path, f"it is not a complete gzip file ({type(err).__name__}: {err})") from None
+    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] != 0x08:
+        raise DatasetCorruptError(path, f"it is not an unsigned-byte IDX file (magic {data[:4].hex() or 'missing'})")
     ndim = data[3]
+    header = 4 + 4 * ndim
+    if len(data) < header:
+        raise DatasetCorruptError(path, f"its IDX header is cut short ({len(data)} bytes)")
     shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+    want = int(np.prod(shape, dtype=np.int64))
+    if len(data) - header != want:
+        raise DatasetCorruptError(path, f"its header promises {want} bytes of data of shape {shape}, the file "
+                                        f"holds {len(data) - header}")
+    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
 
 
 def _find_idx(root: Path, folder: str, stem: str) -> Path | None:
@@ -185,14 +211,21 @@ def _load_torchvision(spec: DatasetSpec, root: Path, split: str, download: bool,
     cls = _torchvision_class(cls, verify)
     try:
         ds = cls(str(where), download=False, **kwargs)
-    except RuntimeError as first:
+    except RuntimeError as first:  # torchvision: a file is missing or fails its checksum
         if not download:
             raise _missing(spec, root, None) from first
         try:
             where.mkdir(parents=True, exist_ok=True)
             ds = cls(str(where), download=True, **kwargs)
         except Exception as err:  # noqa: BLE001
+            if all((root / f).exists() for f in spec.files):  # every file there: one of them is damaged
+                raise DatasetCorruptError(where, f"its {spec.name} files fail their checksums ({first}), and the "
+                                                 f"download that would replace them failed ({type(err).__name__}: "
+                                                 f"{err})") from None
             raise _missing(spec, root, err) from err
+    except Exception as err:  # noqa: BLE001 - the files are there but cannot be read (truncated pickle or .mat)
+        raise DatasetCorruptError(where, f"its {spec.name} files cannot be read "
+                                         f"({type(err).__name__}: {err})") from None
     if spec.name == "cifar10":
         return np.asarray(ds.data).transpose(0, 3, 1, 2), np.asarray(ds.targets)
     return np.asarray(ds.data), np.asarray(ds.labels)  # torchvision's SVHN is already [N, C, H, W], labels 0-9
@@ -209,8 +242,35 @@ def _load_medmnist(spec: DatasetSpec, root: Path, split: str, download: bool):
         where.mkdir(parents=True, exist_ok=True)
         ds = medmnist.DermaMNIST(split=split, root=str(where), download=fetch)
     except Exception as err:  # noqa: BLE001 - reported to the user with the files expected
+        if not fetch:  # the file was there: it cannot be read
+            raise DatasetCorruptError(where / "dermamnist.npz", f"it cannot be read as a DermaMNIST .npz "
+                                                                f"({type(err).__name__}: {err})") from None
         raise _missing(spec, root, err) from err
     return np.asarray(ds.imgs).transpose(0, 3, 1, 2), np.asarray(ds.labels).reshape(-1)
+
+
+@contextmanager
+def _remove_new_empty_folders(spec: DatasetSpec, root: Path):
+    """If the body fails, remove again the folders on the way to the data set's files (the data root and
+    its parents included) that did not exist before and are still empty: a failed download leaves no
+    empty ``<root>/MNIST/raw`` behind, and a mistyped ``--data-root`` creates nothing."""
+    wanted = {(root / rel).parent for rel in spec.files}
+    new = set()
+    for folder in wanted:
+        for p in (folder, *folder.parents):
+            if p.exists():
+                break
+            new.add(p)
+    try:
+        yield
+    except BaseException:
+        for p in sorted(new, key=lambda p: len(p.parts), reverse=True):  # deepest first
+            try:
+                if p.is_dir() and not any(p.iterdir()):
+                    p.rmdir()
+            except OSError:
+                pass
+        raise
 
 
 def load(name: str, split: str, *, root: str | os.PathLike | None = None, download: bool = True,
@@ -224,12 +284,20 @@ def load(name: str, split: str, *, root: str | os.PathLike | None = None, downlo
     if split not in spec.splits:
         raise ValueError(f"{spec.name} has splits {spec.splits}. Found split={split!r}.")
     root = data_root(root)
-    if spec.name in ("mnist", "fashionmnist"):
-        images, labels = _load_mnist_like(spec, root, split, download)
-    elif spec.name in ("cifar10", "svhn"):
-        images, labels = _load_torchvision(spec, root, split, download, verify)
-    else:
-        images, labels = _load_medmnist(spec, root, split, download)
+    root_existed = root.is_dir()
+    try:
+        with _remove_new_empty_folders(spec, root):
+            if spec.name in ("mnist", "fashionmnist"):
+                images, labels = _load_mnist_like(spec, root, split, download)
+            elif spec.name in ("cifar10", "svhn"):
+                images, labels = _load_torchvision(spec, root, split, download, verify)
+            else:
+                images, labels = _load_medmnist(spec, root, split, download)
+    except DatasetMissingError as err:
+        if root_existed:
+            raise
+        raise DatasetMissingError(f"the data root {root.resolve()} does not exist (check --data-root or "
+                                  f"$DIRDP_DATA).\n{err}") from None
     x = torch.from_numpy(np.array(images, dtype=np.uint8)).float().div_(255.0)
     if x.shape[1:] != (spec.channels, spec.size, spec.size):
         raise ValueError(f"{spec.name} {split}: expected images of shape {(spec.channels, spec.size, spec.size)}, "
@@ -238,20 +306,3 @@ def load(name: str, split: str, *, root: str | os.PathLike | None = None, downlo
     std = torch.tensor(spec.std).view(1, -1, 1, 1)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64).copy())
     return Split((x - mean) / std, y)
-
-
-def random_crop_flip(x: torch.Tensor, generator: torch.Generator, padding: int = 4) -> torch.Tensor:
-    """CIFAR-10 augmentation of Section 4.1.2 on a whole batch: zero-pad by ``padding``, crop
-    back to H x W at a random offset per image, flip each image horizontally with probability 1/2."""
-    b, _, h, w = x.shape
-    dev = x.device
-    padded = torch.nn.functional.pad(x, (padding,) * 4)
-    oy = torch.randint(0, 2 * padding + 1, (b,), device=dev, generator=generator)
-    ox = torch.randint(0, 2 * padding + 1, (b,), device=dev, generator=generator)
-    flip = torch.rand(b, device=dev, generator=generator) < 0.5
-    rows = (oy[:, None] + torch.arange(h, device=dev))[:, None, :, None]
-    cols = torch.arange(w, device=dev).expand(b, w)
-    cols = torch.where(flip[:, None], cols.flip(1), cols) + ox[:, None]
-    bidx = torch.arange(b, device=dev)[:, None, None, None]
-    cidx = torch.arange(x.shape[1], device=dev)[None, :, None, None]
-    return padded[bidx, cidx, rows, cols[:, None, None, :]]

@@ -20,25 +20,16 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 
 from dirdp import data as dirdp_data
+from dirdp import methods
+from dirdp.protocol import fmt_eps as fmt  # noqa: F401  a number as file names and labels print it: 1, 0.5, inf
+from dirdp.protocol import parse_eps as _eps
 
 INF = math.inf
 
-# method key (CLI --method, file names) -> the name tables and figures print
-METHODS: dict[str, str] = {"alg1": "Algorithm 1", "dpsgd": "DP-SGD", "tempered": "Tempered sigmoid DP-SGD",
-                           "latent": "LATENT"}
-
-
-def _eps(value) -> float:
-    """An eps from YAML/JSON/CLI: a number or 'inf'."""
-    return INF if str(value).lower() in ("inf", ".inf", "infinity") else float(value)
-
-
-def fmt(x: float) -> str:
-    """A number as it appears in file names and labels: 1, 0.5, 7.42, inf."""
-    return "inf" if math.isinf(x) else f"{x:g}"
+# method key (CLI --method, file names) -> the name tables and figures print (the registry: dirdp.methods)
+METHODS: dict[str, str] = methods.LABELS
 
 
 @dataclass(frozen=True)
@@ -178,7 +169,10 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | Path) -> "Profile":
-        return cls.from_config(yaml.safe_load(Path(path).read_text()))
+        """A profile YAML on its own, checked against config/schema.yaml (a ValueError naming the key and file)."""
+        from dirdp import profile_schema
+
+        return cls.from_config(profile_schema.validate_file(path))
 
     def active(self) -> list[str]:
         """The objects this profile trains and aggregates, after the data-set restriction."""

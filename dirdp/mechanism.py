@@ -42,6 +42,9 @@ def dirichlet_nll(
     ``logits`` is [batch, d], ``target`` [batch] of class indices. The mechanism always runs in
     float32 (autocast is switched off inside), so bf16 logits from an autocast region are safe.
     ``reduction`` is "mean" (line 7's average over the batch), "sum" or "none".
+
+    What its epsilon (:func:`dirdp.rstar`) covers: the released samples p~, not the trained model (see
+    :mod:`dirdp.audit`).
     """
     if not (alpha > 0 and r > 0):
         raise ValueError(f"the Dirichlet mechanism needs r > 0 and alpha > 0. Found r={r}, alpha={alpha}.")

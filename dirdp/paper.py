@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from dirdp.protocol import parse_eps
+
 # Table 6 (Appendix C.1): r* for CIFAR10/ResNet-18, eps = 1, delta = 1e-5, q = 250/50000, T = 20000.
 TABLE6_RSTAR: dict[float, float] = {0.1: 0.0087, 0.3: 0.0260, 0.5: 0.0433, 1.0: 0.0864, 2.0: 0.1580, 3.0: 0.2349}
 
@@ -31,5 +33,5 @@ def accuracy(obj: str | None = None) -> pd.DataFrame:
     work, at the eps they were reported at (``eps_reported``) when that differs from the column.
     eps = inf is the non-private column; a printed std is one std over the paper's 5 seeds."""
     df = pd.read_csv(_ACCURACY_CSV, comment="#")
-    df["eps"] = df.eps.map(float)
+    df["eps"] = df.eps.map(parse_eps)
     return df if obj is None else df[df.object == obj].reset_index(drop=True)

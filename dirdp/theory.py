@@ -141,8 +141,7 @@ def operating_point(*, eps: float, alpha: float, q: float, steps: int, delta: fl
     its order, kappa (Eq. 3), E[loss] (Eq. 4), Var[loss] (Eq. 5) and gamma_eff (Eq. 6)."""
     from dirdp import accountant
 
-    r = accountant.rstar(eps=eps, alpha=alpha, q=q, steps=steps, delta=delta)
-    spend = accountant.epsilon(r=r, alpha=alpha, q=q, steps=steps, delta=delta)
+    r, spend = accountant.calibrate(eps=eps, alpha=alpha, q=q, steps=steps, delta=delta)
     return dict(
         eps=eps, alpha=alpha, q=q, steps=steps, delta=delta, s_y=s_y, d=d, lr=lr,
         rstar=r, certified_eps=spend.epsilon, order=spend.order,

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The main job: set up ./.venv, then run the Snakemake DAG that regenerates results/ and
-# figures/. With a CUDA GPU it runs the paper profile, otherwise the quick profile; force one
-# with PROFILE=paper|quick. Extra arguments go to snakemake (e.g. -n for a dry run).
+# The main job: set up ./.venv, then run the Snakemake DAG that regenerates the profile's tables and
+# figures in results/<profile>/ and figures/<profile>/ (its training runs in results/runs/<profile>/);
+# a profile writes only into its own folders, so the committed results of another profile (the cpu
+# profile's) stay as they are. With a CUDA GPU it runs the paper profile, otherwise the quick profile;
+# force one with PROFILE=paper|quick. Extra arguments go to snakemake (e.g. -n for a dry run). What
+# triggers a rerun: profiles/default/config.yaml, which Snakemake loads on its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -1,6 +1,8 @@
-"""The audit's building blocks: Clopper-Pearson, the epsilon lower bound, exact reconstruction."""
+"""The audit's building blocks: Clopper-Pearson, the epsilon lower bound, exact reconstruction, and the toy
+trainer's DP-SGD step against Opacus'."""
 
 import math
+import warnings
 from pathlib import Path
 
 import pytest
@@ -236,3 +238,136 @@ def test_every_profiles_canary_settings_are_feasible_at_the_claimed_epsilon(prof
         r = accountant.rstar(eps=cfg["claimed_eps"], alpha=3.0, q=q, steps=steps, delta=1e-5)
         assert accountant.epsilon(r=r, alpha=3.0, q=q, steps=steps, delta=1e-5).epsilon <= cfg["claimed_eps"]
         assert dpsgd.calibrate(eps=cfg["claimed_eps"], delta=1e-5, q=q, steps=steps).epsilon_rdp <= cfg["claimed_eps"]
+
+
+# --------------------------------------------------- the toy trainer's DP-SGD step is Opacus' step
+
+def _synthetic_problem(n=6, d=12, seed=0):
+    """A small CanaryProblem (no data needed): D' has a zero first coordinate, the canary does not."""
+    g = torch.Generator().manual_seed(seed)
+    x = 2 * torch.randn(n, d, generator=g, dtype=torch.float64)
+    x[:, 0] = 0
+    x_c = 2 * torch.randn(d, generator=g, dtype=torch.float64)
+    x_c[0] = 3.0
+    u = torch.zeros(d, dtype=torch.float64)
+    u[0] = 1.0
+    return audit.CanaryProblem(x=x, y=torch.arange(n) % 10, x_canary=x_c, y_canary=7, direction=u)
+
+
+def _replayed_draws(seed, *, steps, m, d, q):
+    """The toy DP-SGD trainer's random draws for one trial, replayed from its seed: per step, the
+    Poisson mask (torch.rand < q over the m records) then the noise N(0, 1) of shape [1, 10, d + 1]."""
+    g = torch.Generator().manual_seed(seed)
+    draws = []
+    for _ in range(steps):
+        mask = torch.rand(1, m, generator=g)[0] < q
+        draws.append((mask, torch.randn(1, 10, d + 1, dtype=torch.float64, generator=g)[0]))
+    return draws
+
+
+def _opacus_linear(problem, *, with_canary, draws, lr, q, max_grad_norm, noise_multiplier, monkeypatch):
+    """The same training through Opacus (dirdp.baselines.dpsgd.make_private: GradSampleModule +
+    DPOptimizer, mean loss, expected batch q n with n = |D'|): a float64 nn.Linear from zero on the
+    replayed Poisson batches (an empty batch: dpsgd.noise_only_step), with the replayed noise
+    injected in place of Opacus' own draw. Returns [10, d + 1] (weights, then the bias column)."""
+    import opacus.optimizers.optimizer as dp_optimizer
+
+    x, y = problem.x, problem.y
+    if with_canary:
+        x, y = torch.cat([x, problem.x_canary[None]]), torch.cat([y, torch.tensor([problem.y_canary])])
+    net = torch.nn.Linear(x.shape[1], 10).double()
+    torch.nn.init.zeros_(net.weight)
+    torch.nn.init.zeros_(net.bias)
+    module, opt = dpsgd.make_private(net, torch.optim.SGD(net.parameters(), lr=lr), n=len(problem.y), q=q,
+                                     noise_multiplier=noise_multiplier, max_grad_norm=max_grad_norm)
+    injected = []
+
+    def replayed_noise(std, reference, generator=None, secure_mode=False):
+        z = injected.pop(0)
+        assert z.shape == reference.shape and std == noise_multiplier * max_grad_norm
+        return std * z
+
+    monkeypatch.setattr(dp_optimizer, "_generate_noise", replayed_noise)
+    for mask, z in draws:
+        injected[:] = [z[:, :-1], z[:, -1]]  # Opacus draws per parameter: weight, then bias
+        opt.zero_grad()
+        if mask.any():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # Opacus' hooks: "Full backward hook is firing ... no inputs require grad"
+                F.cross_entropy(module(x[mask]), y[mask]).backward()
+            opt.step()
+        else:
+            dpsgd.noise_only_step(module, opt)
+        assert not injected
+    return torch.cat([net.weight.detach(), net.bias.detach()[:, None]], 1)
+
+
+@pytest.mark.parametrize("with_canary", [False, True])
+@pytest.mark.parametrize("q, noise_multiplier", [(1.0, 0.0), (0.5, 0.0), (0.5, 0.8)])
+def test_the_toy_dpsgd_trainer_takes_opacus_steps(monkeypatch, with_canary, q, noise_multiplier):
+    """train_linear_trials' vectorised DP-SGD (per-example l2 norm over all parameters, clip to C,
+    sum, add N(0, sigma^2 C^2), divide by q |D'|) against Opacus' DPOptimizer on the same batches and
+    the same noise, several steps, with clipping inactive (C = 1e3) and active (C = 1). The one
+    difference is the clip factor's stabiliser, C / (||g|| + 1e-12) here and + 1e-6 in Opacus (a
+    relative 1e-6 / ||g||): with Opacus' value the weights agree to float64 rounding."""
+    from dirdp.audit import canary
+
+    problem, steps, lr, seed = _synthetic_problem(), 4, 0.1, 3
+    m, d = len(problem.y) + with_canary, problem.x.shape[1]
+    draws = _replayed_draws(seed, steps=steps, m=m, d=d, q=q)
+    assert q == 1.0 or any(not mask.all() for mask, _ in draws)  # Poisson batches of varying size
+    for C in (1e3, 1.0):
+        kw = dict(with_canary=with_canary, method="dpsgd", q=q, steps=steps, trials=1, lr=lr,
+                  noise_multiplier=noise_multiplier, max_grad_norm=C, seed=seed)
+        toy = audit.train_linear_trials(problem, **kw)["weights"][0]
+        with monkeypatch.context() as mp:
+            ref = _opacus_linear(problem, with_canary=with_canary, draws=draws, lr=lr, q=q, max_grad_norm=C,
+                                 noise_multiplier=noise_multiplier, monkeypatch=mp)
+        assert float(ref.abs().max()) > 1e-3
+        if C == 1e3:  # no example clipped: the stabiliser plays no part
+            assert torch.allclose(toy, ref, rtol=1e-12, atol=1e-15)
+        else:
+            assert torch.allclose(toy, ref, rtol=1e-5, atol=1e-12)
+            monkeypatch.setattr(canary, "_CLIP_STABILISER", 1e-6)
+            assert torch.allclose(audit.train_linear_trials(problem, **kw)["weights"][0], ref, rtol=1e-12, atol=1e-15)
+            monkeypatch.undo()
+
+
+def test_the_inversion_dpsgd_step_is_opacus_step(monkeypatch):
+    """The per-example loop of the inversion's DP-SGD update (noise 0) against Opacus on one batch."""
+    from dirdp.audit.inversion import _parameter_update
+
+    problem = _synthetic_problem()
+    x, y, d = problem.x, problem.y, problem.x.shape[1]
+    draws = [(torch.ones(len(y), dtype=torch.bool), torch.zeros(10, d + 1, dtype=torch.float64))]
+    for C in (1e3, 1.0):
+        ref = _opacus_linear(problem, with_canary=False, draws=draws, lr=1.0, q=0.5, max_grad_norm=C,
+                             noise_multiplier=0.0, monkeypatch=monkeypatch)
+        net = torch.nn.Linear(d, 10).double()
+        torch.nn.init.zeros_(net.weight)
+        torch.nn.init.zeros_(net.bias)
+        gw, gb = _parameter_update(net, x, y, method="dpsgd", noise_multiplier=0.0, max_grad_norm=C,
+                                   expected_batch=0.5 * len(y), generator=torch.Generator().manual_seed(0))
+        assert torch.allclose(-torch.cat([gw, gb[:, None]], 1), ref, rtol=1e-5 if C == 1.0 else 1e-12, atol=1e-15)
+
+
+def test_one_calibration_sets_each_method_to_the_claimed_epsilon():
+    """canary._noise_for: the audit's single eps -> (r* | sigma) calibration, each certified by its accountant."""
+    from dirdp import accountant
+    from dirdp.audit.canary import _noise_for
+
+    kw = dict(eps=1.0, q=0.005, steps=1000, delta=1e-5)
+    alg1, sgd = _noise_for("alg1", alpha=3.0, **kw), _noise_for("dpsgd", **kw)
+    assert alg1.r == accountant.rstar(alpha=3.0, **kw) and alg1.noise_multiplier is None
+    assert sgd.noise_multiplier == dpsgd.calibrate(**kw).noise_multiplier and sgd.r is None
+    assert alg1.certified_eps <= 1.0 + 1e-9 and sgd.certified_eps <= 1.0 + 1e-9
+    with pytest.raises(ValueError, match="alg1"):
+        _noise_for("adam", **kw)
+
+
+def test_dense_reconstruction_reads_every_image_back(mnist_images):
+    """The notebook's analytic reconstruction, at the paper's eps = 1 MNIST parameters (r* = 0.2349)."""
+    rows, found = audit.dense_reconstruction(mnist_images.x[:4], mnist_images.y[:4], eps=1.0, delta=1e-5)
+    assert found.shape == mnist_images.x[:4].shape and len(rows) == 4
+    assert all(r["rstar"] == pytest.approx(0.2349, abs=1e-4) and r["max_rel_error"] < 1e-3 for r in rows)
+    assert torch.allclose(found, mnist_images.x[:4], atol=1e-3 * float(mnist_images.x[:4].abs().max()))

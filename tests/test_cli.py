@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -137,3 +138,202 @@ def test_bad_train_arguments_are_refused_before_any_work(flags, match, tmp_path,
     assert main(args) == 2
     err = capsys.readouterr().err
     assert match in err and "Traceback" not in err and not out.exists() and not (tmp_path / "none").exists()
+
+
+# ------------------------------------------------------------------ bad input: exit 2, one `error:` line, nothing lost
+
+def cli(argv):
+    """``python -m dirdp <argv>`` in this process: its exit status (argparse's SystemExit counts)."""
+    from dirdp.__main__ import main
+
+    try:
+        return main([str(a) for a in argv])
+    except SystemExit as stop:
+        return stop.code if isinstance(stop.code, int) or stop.code is None else f"SystemExit({stop.code!r})"
+
+
+def one_error_line(err: str) -> str:
+    """The only line of ``err`` (stderr), which must read ``error: ...``."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    return lines[0]
+
+
+def strict_json(text: str):
+    """JSON as the standard defines it: no Infinity, -Infinity or NaN."""
+    def refuse(constant):
+        raise AssertionError(f"not JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def tiny_mnist(root):
+    from conftest import write_idx
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for prefix, n in (("train", 64), ("t10k", 32)):
+        write_idx(root / "MNIST" / "raw" / f"{prefix}-images-idx3-ubyte.gz", rng.integers(0, 256, (n, 28, 28)))
+        write_idx(root / "MNIST" / "raw" / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % 10)
+    return root
+
+
+@pytest.mark.parametrize("damage", ["truncated gzip", "truncated IDX"])
+def test_a_truncated_data_file_is_named_with_what_to_do(damage, tmp_path, capsys):
+    root = tiny_mnist(tmp_path / "data")
+    gz = root / "MNIST" / "raw" / "train-images-idx3-ubyte.gz"
+    if damage == "truncated gzip":
+        bad = gz
+        bad.write_bytes(gz.read_bytes()[:200])
+    else:  # a plain IDX file, cut short (it is preferred to the .gz beside it)
+        import gzip
+
+        bad = gz.with_suffix("")
+        bad.write_bytes(gzip.decompress(gz.read_bytes())[:5000])
+    out = tmp_path / "x.json"
+    assert cli(["train", "--dataset", "mnist", "--eps", "inf", "--steps", "2", "--q", "0.25", "--width", "0.0625",
+                "--no-progress", "--data-root", root, "--out", out]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert str(bad) in line and "Delete it and download it again" in line and not out.exists()
+
+
+def test_a_missing_data_root_is_not_created_and_a_failed_download_leaves_no_folders(tmp_path, capsys, monkeypatch):
+    import torchvision
+
+    class OfflineMNIST:  # what torchvision does offline: make <root>/MNIST/raw, then fail
+        def __init__(self, root, train=True, download=False):
+            (Path(root) / "MNIST" / "raw").mkdir(parents=True, exist_ok=True)
+            raise RuntimeError("Error downloading train-images-idx3-ubyte.gz (no network)")
+
+    monkeypatch.setattr(torchvision.datasets, "MNIST", OfflineMNIST)
+    train = ["train", "--dataset", "mnist", "--eps", "1", "--steps", "2", "--out", tmp_path / "out" / "x.json"]
+    assert cli([*train, "--data-root", tmp_path / "no" / "such" / "path"]) == 2  # a mistyped root
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: the data root {tmp_path / 'no' / 'such' / 'path'} does not exist")
+    assert "Traceback" not in err and "train-images-idx3-ubyte.gz" in err and not (tmp_path / "no").exists()
+    assert cli([*train, "--data-root", tmp_path]) == 2  # an existing root: no empty MNIST/raw left in it
+    err = capsys.readouterr().err
+    assert err.startswith("error: mnist is not under the data root") and "Traceback" not in err
+    assert not (tmp_path / "MNIST").exists()
+
+
+@pytest.mark.parametrize("args,match", [
+    (["rstar", "--preset", "mnist", "--eps", "1", "--max-order", "100000"],
+     "max_order must be an integer in [2, 10000]"),
+    (["rstar", "--preset", "mnist", "--eps", "1", "--max-order", "1"], "Found max_order=1"),
+    (["rstar", "--preset", "mnist", "--eps", "inf"], "eps = inf needs no r: "),
+    (["rstar", "--eps", "1"], "give --preset or --alpha"),
+    (["rstar", "--eps", "1", "--alpha", "3", "--q", "0.01"], "give --preset or --steps"),
+    (["epsilon", "--preset", "mnist", "--r", "3"], "r must lie in (0, alpha) = (0, 3.0). Found r=3.0"),
+    (["epsilon", "--preset", "mnist", "--r", "-0.5"], "Found r=-0.5"),
+    (["epsilon", "--preset", "mnist", "--r", "nan"], "Found r=nan"),
+])
+def test_bad_accountant_input_exits_2_with_one_line(args, match, capsys):
+    assert cli(args) == 2
+    assert match in one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("args", [
+    ["rstar", "--preset", "mnist", "--eps", "inf"],
+    ["rstar", "--preset", "mnist", "--eps", "1", "--alpha", "inf"],
+    ["rstar", "--preset", "mnist", "--eps", "1", "--delta", "nan"],
+    ["epsilon", "--preset", "mnist", "--r", "0.2", "--q=-inf"],
+    ["rstar", "--eps", "nan"],
+])
+def test_json_output_is_always_json(args, capsys):
+    assert cli([*args, "--json"]) == 2
+    out = capsys.readouterr()
+    rec = strict_json(out.out)
+    assert rec["error"] in out.err and "Infinity" not in out.out and "NaN" not in out.out
+
+
+def test_non_finite_protocol_values_come_back_as_strings_in_json(capsys):
+    assert cli(["rstar", "--preset", "mnist", "--eps", "1", "--alpha", "inf", "--json"]) == 2
+    assert strict_json(capsys.readouterr().out)["alpha"] == "inf"
+
+
+def test_index_refuses_a_missing_out_folder_and_an_unknown_profile(tmp_path, capsys):
+    out = tmp_path / "missing" / "README.md"
+    assert cli(["index", "--results", tmp_path, "--profile", "cpu", "--out", out]) == 2
+    assert f"the folder {out.parent} does not exist" in one_error_line(capsys.readouterr().err)
+    assert not out.parent.exists()
+    assert cli(["index", "--results", tmp_path, "--profile", "nonsense", "--out", tmp_path / "README.md"]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "config/nonsense.yaml" in line and "cpu, gpu, paper, quick, smoke" in line
+    assert not (tmp_path / "README.md").exists()
+
+
+@pytest.mark.parametrize("flags,match", [
+    (["--width", "0.001"], "width must be a channel multiplier in [0.0625, 8]"),
+    (["--width", "nan"], "Found width=nan"),
+    (["--alpha", "inf"], "alpha must be > 0 and finite"),
+    (["--lr", "inf"], "lr must be > 0 and finite"),
+    (["--max-grad-norm", "inf"], "max_grad_norm must be > 0 and finite"),
+])
+def test_more_bad_train_arguments_are_refused_before_any_work(flags, match, tmp_path, capsys):
+    out = tmp_path / "x.json"
+    assert cli(["train", "--dataset", "mnist", "--eps", "1", "--out", out, "--data-root", tmp_path / "none",
+                *flags]) == 2
+    assert match in one_error_line(capsys.readouterr().err)
+    assert not out.exists() and not (tmp_path / "none").exists()
+
+
+def test_an_out_that_cannot_be_written_is_refused_before_training(tiny_root, tmp_path, capsys, monkeypatch):
+    base = ["train", "--dataset", "mnist", "--eps", "inf", "--steps", "2", "--q", "0.25", "--width", "0.0625",
+            "--no-progress", "--data-root", tiny_root]
+    (tmp_path / "afile").write_text("")
+    # a folder that can never be made: a file is in its way
+    assert cli([*base, "--out", tmp_path / "afile" / "sub" / "x.json"]) == 2
+    assert f"{tmp_path / 'afile'} is a file, not a folder" in one_error_line(capsys.readouterr().err)
+    # an existing folder as --out: not "a result that exists", with or without --force
+    for force in ([], ["--force"]):
+        assert cli([*base, "--out", tmp_path, *force]) == 2
+        assert f"--out {tmp_path} is a folder" in one_error_line(capsys.readouterr().err)
+    # a read-only folder (root may write anyway: then the refusal of the operating system is simulated)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o555)
+    import os
+    import tempfile
+
+    if os.access(ro, os.W_OK):
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+        monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    import dirdp.training
+
+    monkeypatch.setattr(dirdp.training, "load_data", lambda *a, **k: pytest.fail("data loaded before the check"))
+    assert cli([*base, "--out", ro / "x.json"]) == 2
+    assert f"the folder {ro} cannot be created or written (PermissionError: Permission denied)" in \
+        one_error_line(capsys.readouterr().err)
+    ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("flags,match", [
+    (["--width", "0"], "--width must be a channel multiplier"),
+    (["--reps", "0"], "--reps must be at least 1"),
+    (["--threads", "-1"], "--threads must be at least 1"),
+    (["--device", "foo"], "--device must be cpu, cuda or cuda:N"),
+])
+def test_bad_bench_arguments_exit_2_before_any_model_is_built(flags, match, capsys, monkeypatch):
+    from dirdp import bench
+
+    monkeypatch.setattr(bench, "main", lambda *a, **k: pytest.fail("bench ran"))
+    assert cli(["bench", "--models", "resnet9", "--width", "0.0625", *flags]) == 2
+    assert match in one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("flags,match", [(["--max-runs", "0"], "--max-runs must be at least 1"),
+                                         (["--bench-reps", "0"], "--bench-reps must be at least 1"),
+                                         (["--budget", "nan"], "--budget must be >= 0")])
+def test_bad_campaign_arguments_exit_2_before_anything_runs(flags, match, capsys, monkeypatch):
+    from dirdp import campaign
+
+    monkeypatch.setattr(campaign, "run_campaign", lambda *a, **k: pytest.fail("the campaign ran"))
+    assert cli(["campaign", "run", "--smoke", *flags]) == 2
+    assert match in one_error_line(capsys.readouterr().err)
+
+
+def test_an_empty_value_after_equals_dashes_is_a_usage_error(capsys):
+    # argparse (Python 3.11) turns "--delta=--" into [] instead of refusing it
+    assert cli(["epsilon", "--preset", "mnist", "--r", "0.3", "--delta=--"]) == 2
+    assert "argument --delta: expected one argument" in capsys.readouterr().err

@@ -1,7 +1,12 @@
 """The Snakemake DAG: every paper object is a target, missing data stops it with one message, the
 SLURM profile resolves, and a smoke profile runs end to end on MNIST (then reruns nothing, and after
-losing a run redoes only that run)."""
+losing a run redoes only that run). Every output of a profile lies in its own folders (results/<profile>/,
+figures/<profile>/, results/runs/<profile>/, logs in results/logs/), so the smoke run leaves the committed
+cpu-profile results byte for byte; a fresh clone (files written in any order) plans no job. The workflow's
+layout: the Snakefile includes the rule files of rules/, every rule has a docstring, and every profile
+matches config/schema.yaml (a typo'd key stops the DAG, naming the key and the file)."""
 
+import hashlib
 import json
 import os
 import re
@@ -11,12 +16,16 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
-from dirdp import provenance
-from dirdp.experiments import OBJECTS, Profile
+from dirdp import data as dirdp_data
+from dirdp import profile_schema, provenance
+from dirdp.experiments import METHODS, OBJECTS, Profile
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+PROFILES = ("paper", "cpu", "quick", "smoke", "gpu")
+RULE_FILES = ("common", "train", "objects", "theory", "audit", "report")
 
 
 def snakemake(*args, cwd=REPO, data=None, check=True):
@@ -32,6 +41,36 @@ def snakemake(*args, cwd=REPO, data=None, check=True):
 def job_counts(output: str) -> dict[str, int]:
     """The 'job  count' table of a dry run."""
     return {m[1]: int(m[2]) for m in re.finditer(r"^(\S+)\s+(\d+)$", output, flags=re.M)}
+
+
+# what the workflow reads: copied into a temporary folder, so that no test writes into the repository
+WORKFLOW = ("Snakefile", "rules", "config", "notebooks", "dirdp", "profiles")
+# a profile's results (CSVs, index, executed notebooks) and figures; the cpu profile's are committed
+COMMITTED_PROFILE = "cpu"
+
+
+def copy_workflow(work: Path, *, outputs: bool = False) -> Path:
+    """The workflow's sources in ``work`` and, with ``outputs``, the committed outputs as a clone has them:
+    results/ (runs' JSONs without their model weights and checkpoints) and figures/."""
+    work.mkdir(parents=True, exist_ok=True)
+    for name in WORKFLOW:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, work / name)
+    if outputs:
+        shutil.copytree(REPO / "results", work / "results",
+                        ignore=shutil.ignore_patterns("*.pt", "*.lock", "*.tmp", "logs", "campaign"))
+        shutil.copytree(REPO / "figures", work / "figures")
+    return work
+
+
+def profile_outputs(root: Path, profile: str) -> dict[str, str]:
+    """sha256 of every output file of ``profile`` under ``root`` (its results and figures folders, the top index)."""
+    files = [p for folder in (root / "results" / profile, root / "figures" / profile) for p in folder.rglob("*")
+             if p.is_file()]
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)}
 
 
 def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
@@ -80,21 +119,20 @@ def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
 
 @pytest.fixture(scope="module")
 def smoke_dag(tmp_path_factory, mirror_root):
-    """A copy of the workflow (Snakefile, config, notebooks, the package sources it tracks) run
-    end to end with config/smoke.yaml, so that the repository's results/ stay untouched."""
-    work = tmp_path_factory.mktemp("dag")
-    shutil.copy(REPO / "Snakefile", work)
-    for folder in ("config", "notebooks", "dirdp"):
-        shutil.copytree(REPO / folder, work / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    """A copy of the workflow (Snakefile, rules, config, notebooks, profiles, the package sources) and of the
+    committed outputs, run end to end with config/smoke.yaml, so that the repository's results/ stay untouched.
+    Returns the folder, the process and the hashes of the committed profile's outputs taken before the run."""
+    work = copy_workflow(tmp_path_factory.mktemp("dag"), outputs=True)
+    before = profile_outputs(work, COMMITTED_PROFILE)
     proc = snakemake("--cores", "2", "--configfile", "config/smoke.yaml", cwd=work, data=mirror_root)
-    return work, proc
+    return work, proc, before
 
 
 def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
-    work, _ = smoke_dag
+    work, _, _ = smoke_dag
     for name in OBJECTS:
-        assert (work / "results" / f"{name}.csv").exists()
-    table, prov = provenance.read_csv(work / "results/table2_mnist.csv")
+        assert (work / "results/smoke" / f"{name}.csv").exists()
+    table, prov = provenance.read_csv(work / "results/smoke/table2_mnist.csv")
     assert prov["config"]["profile"] == "smoke"
     here = table[(table.label == "run here") & (table.method == "Algorithm 1")].sort_values("eps")
     assert list(here.eps) == [1.0, float("inf")]
@@ -107,26 +145,184 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     assert len(cited) > 0 and cited["mean"].isna().all()  # the paper's citations carry nothing of ours
     run = json.loads((work / "results/runs/smoke/mnist/alg1_eps1_seed0.json").read_text())
     assert run["steps"] == 4 and run["provenance"]["config"]["train_subset"] == 1000
-    index = (work / "results/README.md").read_text()
+    index = (work / "results/smoke/README.md").read_text()
     for obj in OBJECTS.values():
-        assert f"results/{obj.name}.csv" in index
+        assert f"results/smoke/{obj.name}.csv" in index
     assert "not run here" in index and "Table 6" in index and "Privacy audit" in index
-    audit_table, _ = provenance.read_csv(work / "results/audit_canary.csv")
+    top = (work / "results/README.md").read_text()  # the top index links every profile's index
+    assert "[`results/smoke/README.md`](smoke/README.md)" in top and "[`results/cpu/README.md`](cpu/README.md)" in top
+    audit_table, _ = provenance.read_csv(work / "results/smoke/audit_canary.csv")
     assert set(audit_table.method) == {"alg1", "dpsgd", "latent"}
-    released, _ = provenance.read_csv(work / "results/audit_released_models.csv")
+    released, _ = provenance.read_csv(work / "results/smoke/audit_released_models.csv")
     assert sorted(released.claimed_eps) == [1.0, 1.0, float("inf")]  # Algorithm 1 at 1 and inf, tempered at 1
     assert released.auc.between(0, 1).all()
 
 
+def test_the_smoke_run_leaves_the_committed_profile_outputs_byte_for_byte(smoke_dag):
+    work, _, before = smoke_dag
+    assert any(f.startswith(f"results/{COMMITTED_PROFILE}/") for f in before)  # the committed results were copied
+    assert any(f.startswith(f"figures/{COMMITTED_PROFILE}/") for f in before)
+    assert profile_outputs(work, COMMITTED_PROFILE) == before
+    assert (work / "results/smoke/table2_mnist.csv").exists() and (work / "figures/smoke/table2_mnist.png").exists()
+
+
 def test_rerun_does_nothing_and_an_interrupted_dag_redoes_only_the_missing_run(smoke_dag):
-    work, _ = smoke_dag
+    work, _, _ = smoke_dag
     again = snakemake("-n", "-q", "rules", "--configfile", "config/smoke.yaml", cwd=work)
     assert "Nothing to be done" in again.stdout + again.stderr
     # what an interrupted DAG leaves: one run unfinished, so nothing downstream of it was made
-    for f in ["results/runs/smoke/mnist/alg1_epsinf_seed0.json", "results/table2_mnist.csv", "results/README.md"]:
+    for f in ["results/runs/smoke/mnist/alg1_epsinf_seed0.json", "results/smoke/table2_mnist.csv",
+              "results/smoke/README.md"]:
         (work / f).unlink()
     redo = job_counts(snakemake("-n", "-q", "rules", "--configfile", "config/smoke.yaml", cwd=work).stdout)
     assert redo["train"] == 1 and redo["table2_mnist"] == 1 and redo["index"] == 1
     assert redo["audit_released_models"] == 1  # it attacks the run's model
     assert redo.get("table6_table7_rstar") is None and redo.get("theorem11_kappa_variance") is None
     assert redo.get("audit_privacy") is None  # it trains its own models
+
+
+# --- every output of a profile in its own folders; a fresh clone is up to date --------------------------
+
+def job_files(dry_run_output: str) -> dict[str, list[str]]:
+    """Every output and log file of every job of a dry run (its 'rule NAME:' blocks), by rule."""
+    files: dict[str, list[str]] = {}
+    for block in dry_run_output.split("\nrule ")[1:]:
+        name = block.split(":", 1)[0]
+        for m in re.finditer(r"^\s+(?:output|log): (.*)$", block, flags=re.M):
+            files.setdefault(name, []).extend(f.strip() for f in m.group(1).split(","))
+    return files
+
+
+@pytest.mark.parametrize("profile", ["cpu", "quick", "smoke"])
+def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
+    proc = snakemake("-n", "-p", "--forceall", "--configfile", f"config/{profile}.yaml", data=tiny_root)
+    files = job_files(proc.stdout)
+    assert {*OBJECTS, "index", "table6_table7_rstar", "audit_privacy", "train"} <= set(files)
+    own = (f"results/{profile}/", f"figures/{profile}/", f"results/runs/{profile}/", "results/logs/")
+    elsewhere = {rule: f for rule, fs in files.items() for f in fs if not f.startswith(own)}
+    assert not elsewhere, f"outputs outside the {profile} profile's folders: {elsewhere}"
+    assert f"results/{profile}/README.md" in files["index"]
+    assert f"results/{profile}/notebooks/table2_mnist.ipynb" in files["table2_mnist"]
+    # the notebooks are told to write there
+    assert f"-p results_dir results/{profile} -p figures_dir figures/{profile} " in proc.stdout
+    assert "-p results_dir results " not in proc.stdout and "-p figures_dir figures " not in proc.stdout
+
+
+def test_a_fresh_clone_plans_no_job_whatever_the_order_git_wrote_its_files(tmp_path, tiny_root):
+    """A clone writes its files in any order, so an output can be older than its notebook or its runs; with the
+    rerun triggers of profiles/default (no mtime) the committed results are up to date, while
+    `--rerun-triggers mtime ...` still reruns what a newer source makes stale."""
+    work = copy_workflow(tmp_path / "clone", outputs=True)
+    assert (work / f"results/{COMMITTED_PROFILE}/README.md").exists()
+    old = 1_000_000_000  # 2001: every output older than every source and every run
+    for folder in (work / "results" / COMMITTED_PROFILE, work / "figures" / COMMITTED_PROFILE):
+        for p in folder.rglob("*"):
+            os.utime(p, (old, old))
+    for folder in ("notebooks", "dirdp", "rules", "results/runs"):
+        for p in (work / folder).rglob("*"):
+            p.touch()
+    args = ("-n", "--configfile", f"config/{COMMITTED_PROFILE}.yaml", "--config", "train=false")
+    proc = snakemake(*args, cwd=work, data=tiny_root)
+    assert "Nothing to be done" in proc.stdout + proc.stderr, proc.stdout
+    # forcing a rule still reruns what depends on it (its inputs are not ancient then)
+    forced = job_counts(snakemake(*args, "-q", "rules", "-R", "table2_mnist", cwd=work, data=tiny_root).stdout)
+    assert forced.get("table2_mnist") == 1 and forced.get("index") == 1 and forced.get("table4_fashionmnist") is None
+    mtime = snakemake(*args, "-q", "rules", "--rerun-triggers", "mtime", "params", "input", "software-env", "code",
+                      cwd=work, data=tiny_root)
+    jobs = job_counts(mtime.stdout)
+    assert jobs.get("table2_mnist") == 1 and jobs.get("index") == 1
+
+
+# --- the layout: rule files by topic, every rule documented ---------------------------------------------
+
+def test_snakefile_includes_every_rule_file_and_defines_only_the_default_target():
+    text = (REPO / "Snakefile").read_text()
+    included = re.findall(r'^include:\s*"(rules/[^"]+)"', text, flags=re.M)
+    assert included == [f"rules/{name}.smk" for name in RULE_FILES]
+    assert sorted(included) == sorted(str(p.relative_to(REPO)) for p in (REPO / "rules").glob("*.smk"))
+    assert re.findall(r"^rule (\w+)", text, flags=re.M) == ["all"]  # every other rule lives in rules/
+    assert 'validate(config, "config/schema.yaml"' in text
+
+
+def test_every_rule_has_a_docstring(tiny_root):
+    out = snakemake("--list-rules", data=tiny_root).stdout
+    # one rule per unindented line, "name (docstring)"; a docstring's further lines are indented
+    rules = dict(re.match(r"(\w+)(?: \((.*))?$", line).groups() for line in out.splitlines()
+                 if line and not line[0].isspace())
+    expected = {*OBJECTS, "all", "train", "baselines_comparison", "width_effect", "runs_summary", "table6_table7_rstar",
+                "theorem11_kappa_variance", "explore_kappa", "audit_privacy", "audit_released_models", "index"}
+    assert set(rules) == expected
+    assert not [name for name, doc in rules.items() if not doc], "rules without a docstring"
+    # and in the sources: every named rule's first statement is a string literal
+    for path in [REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]:
+        for m in re.finditer(r"^(\s*)rule( \w+)?:\n(.*)", path.read_text(), flags=re.M):
+            body = m.group(3).strip()
+            assert body.startswith('"""'), f"{path.name}: rule{m.group(2)} has no docstring"
+
+
+# --- profiles validated by config/schema.yaml ----------------------------------------------------------
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_committed_profile_matches_the_schema(name):
+    from snakemake.common.configfile import load_configfile
+    from snakemake.utils import update_config, validate
+
+    path = REPO / "config" / f"{name}.yaml"
+    profile_schema.validate_file(path)  # the profile on its own (what Profile.load and the campaign read)
+    validate(yaml.safe_load(path.read_text()), str(REPO / "config/schema.yaml"), set_default=False)
+    merged = load_configfile(str(REPO / "config/paper.yaml"))  # what the Snakefile sees: paper.yaml, then it
+    update_config(merged, load_configfile(str(path)))
+    validate(merged, str(REPO / "config/schema.yaml"), set_default=False)
+
+
+def test_every_profile_file_is_one_of_the_committed_profiles():
+    assert sorted(p.stem for p in (REPO / "config").glob("*.yaml") if p.stem != "schema") == sorted(PROFILES)
+
+
+def test_schema_names_every_paper_object_data_set_and_method():
+    defs = profile_schema.schema()["$defs"]
+    assert defs["object_name"]["enum"] == list(OBJECTS)
+    assert defs["dataset_name"]["enum"] == list(dirdp_data.SPECS)
+    assert defs["method"]["enum"] == list(METHODS)
+    assert defs["grid"]["properties"]["baselines"]["propertyNames"]["enum"] == [m for m in METHODS if m != "alg1"]
+
+
+@pytest.mark.parametrize("mutate, key", [
+    (lambda c: c["training"].update(widht=0.5), "widht"),
+    (lambda c: c.update(dataset=["mnist"]), "dataset"),
+    (lambda c: c["grids"].update(table2_mnsit={"eps": [1]}), "table2_mnsit"),
+    (lambda c: c["grids"]["table2_mnist"]["baselines"].update(dpsdg=[1]), "dpsdg"),
+    (lambda c: c["grids"]["table2_mnist"].update(extra=[{"eps": 1, "seed": [1]}]), "seed"),
+    (lambda c: c["audit"]["canary"].update(trails=10), "trails"),
+    (lambda c: c.update(campaign={"queue": [{"datset": "mnist"}]}), "datset"),
+    (lambda c: c["training"].update(device="gpu"), "gpu"),
+])
+def test_a_typo_in_a_profile_is_an_error_naming_the_key_and_the_file(tmp_path, mutate, key):
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    mutate(config)
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(config))
+    with pytest.raises(ValueError) as err:
+        profile_schema.validate_file(path)
+    assert f"{path}: " in str(err.value) and repr(key) in str(err.value)
+
+
+def test_a_typo_in_a_profile_stops_the_dag_before_any_job(tmp_path, tiny_root):
+    config = yaml.safe_load((REPO / "config/smoke.yaml").read_text())
+    config["training"]["widht"] = 0.5
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(config))
+    proc = snakemake("-n", "--configfile", str(path), data=tiny_root, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert f"{path}: training: unknown key 'widht' (did you mean 'width'?)" in out
+    assert "Traceback" not in out and "Building DAG" not in out and "Job stats" not in out
+
+
+def test_a_typo_in_config_overrides_stops_the_dag_naming_the_key(tiny_root):
+    proc = snakemake("-n", "--configfile", "config/smoke.yaml", "--config", "dataset=[mnist]", data=tiny_root,
+                     check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert "--config: (top level): unknown key 'dataset' (did you mean 'datasets'?)" in out
+    assert "Traceback" not in out and "Building DAG" not in out

@@ -91,3 +91,46 @@ def test_a_few_training_steps_on_each_tiny_data_set(tiny_root, tmp_path, name):
     result = train(cfg, tmp_path / "r.json", data=splits, progress=False)
     assert result["steps"] == 3 and 0 <= result["test_accuracy"] <= 100 and result["rstar"] > 0
     assert (result["val_accuracy"] is not None) == (name == "dermamnist")
+
+
+@pytest.mark.parametrize("damage,problem", [
+    ("cut gzip", "not a complete gzip file"),
+    ("cut idx", "its header promises 3920 bytes of data of shape (5, 28, 28), the file holds 1000"),
+    ("empty", "not an unsigned-byte IDX file (magic missing)"),
+    ("not idx", "not an unsigned-byte IDX file (magic 3c68746d)"),
+    ("not gzip", "not a complete gzip file"),
+])
+def test_a_damaged_idx_file_is_named_with_what_to_do(tmp_path, damage, problem):
+    images = np.random.default_rng(1).integers(0, 256, (5, 28, 28))
+    path = tmp_path / ("x.gz" if "gzip" in damage else "x")
+    write_idx(path, images)
+    raw = path.read_bytes()
+    path.write_bytes({"cut gzip": raw[:100], "cut idx": raw[:16 + 1000], "empty": b"", "not idx": b"<html>...",
+                      "not gzip": b"<html>..."}[damage])
+    with pytest.raises(data.DatasetCorruptError) as err:
+        data.read_idx(path)
+    assert isinstance(err.value, ValueError) and err.value.path == path
+    msg = str(err.value)
+    assert msg.startswith(f"{path} is damaged: ") and problem in msg and "Delete it and download it again" in msg
+
+
+def test_damaged_files_of_the_other_loaders_are_named(tiny_root, tmp_path):
+    import shutil
+
+    root = tmp_path / "root"
+    shutil.copytree(tiny_root, root)
+    (root / "medmnist" / "dermamnist.npz").write_bytes((root / "medmnist" / "dermamnist.npz").read_bytes()[:500])
+    with pytest.raises(data.DatasetCorruptError, match="dermamnist.npz is damaged: it cannot be read"):
+        data.load("dermamnist", "train", root=root, download=False)
+    batch = root / "cifar-10-batches-py" / "data_batch_1"
+    batch.write_bytes(batch.read_bytes()[:300])
+    with pytest.raises(data.DatasetCorruptError, match="cifar10 files cannot be read"):
+        data.load("cifar10", "train", root=root, download=False, verify=False)
+
+
+def test_a_failed_load_creates_no_folders(tmp_path):
+    root = tmp_path / "a" / "b"
+    for name in data.SPECS:
+        with pytest.raises(data.DatasetMissingError, match=f"the data root {root} does not exist"):
+            data.load(name, "train", root=root, download=False)
+    assert not (tmp_path / "a").exists()

@@ -1,10 +1,12 @@
 """The results index counts and names every cell that was not run, baselines included."""
 
 import math
+import re
+from pathlib import Path
 
 import pandas as pd
 
-from dirdp import index
+from dirdp.report import index
 
 
 def test_missing_baseline_cells_are_counted_and_named():
@@ -32,3 +34,57 @@ def test_the_width_effect_row_gives_every_width_with_its_n(tmp_path):
     (row,) = [r for r in index._fixed_rows(tmp_path, "cpu") if r.startswith("| Width effect")]
     assert ("eps=2: 0.25x 85.40 (n=3, paper full width 91.13), 0.5x 88.10 (n=1, paper full width 91.13); "
             "eps=inf: 0.25x 91.54 (n=1, paper full width 93.13)") in row
+
+
+def _profile_folder(root, profile):
+    """A results folder of ``profile`` under ``root`` holding one object's table (Table 6)."""
+    from dirdp import provenance
+
+    folder = root / "results" / profile
+    folder.mkdir(parents=True)
+    t6 = pd.DataFrame(dict(dataset=["cifar10"], eps=[1.0], rstar=[0.2], paper_rstar=[0.2], status=["match"]))
+    provenance.write_csv(t6, folder / "table6.csv", {"notebook": "table6_table7_rstar"})
+    return folder
+
+
+def test_each_profile_has_its_own_index_and_the_top_index_links_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cpu = _profile_folder(tmp_path, "cpu")
+    out = index.write_index(results="results/cpu", profile="cpu", out="results/cpu/README.md")
+    assert out == cpu.relative_to(tmp_path) / "README.md"
+    text = (cpu / "README.md").read_text()
+    assert "[`table6.csv`](table6.csv)" in text  # links relative to the index, beside its CSVs
+    assert "--configfile config/cpu.yaml results/cpu/table2_mnist.csv`" in text  # the command of a missing object
+    assert "[`results/README.md`](../README.md)" in text
+    top = (tmp_path / "results/README.md").read_text()
+    assert "[`results/cpu/README.md`](cpu/README.md)" in top and "[`figures/cpu/`](../figures/cpu/)" in top
+    assert "quick" not in top
+    # another profile's index: its own folder; the cpu one is left as it was, the top index gains a row
+    cpu_index = (cpu / "README.md").read_bytes()
+    _profile_folder(tmp_path, "quick")
+    index.write_index(results="results/quick", profile="quick", out="results/quick/README.md")
+    assert (cpu / "README.md").read_bytes() == cpu_index
+    top = (tmp_path / "results/README.md").read_text()
+    assert "[`results/cpu/README.md`](cpu/README.md)" in top and "[`results/quick/README.md`](quick/README.md)" in top
+
+
+def test_the_cli_defaults_index_the_profile_folder_and_keep_the_top_index(tmp_path, monkeypatch):
+    # `python -m dirdp index --profile cpu` passes --results results --out results/README.md
+    monkeypatch.chdir(tmp_path)
+    cpu = _profile_folder(tmp_path, "cpu")
+    out = index.write_index(results="results", profile="cpu", out="results/README.md")
+    assert out.resolve() == (cpu / "README.md").resolve()
+    assert "## Objects" in (cpu / "README.md").read_text()
+    assert (tmp_path / "results/README.md").read_text().startswith("# Results\n")
+
+
+def test_every_link_of_the_committed_indexes_resolves():
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "results/cpu/README.md").read_text()
+    assert "../../figures/cpu/width_effect.png" in text
+    for link in re.findall(r"\]\(([^)#]+)\)", text):
+        assert (root / "results/cpu" / link).exists(), link
+    top = (root / "results/README.md").read_text()
+    assert "[`results/cpu/README.md`](cpu/README.md)" in top
+    for link in re.findall(r"\]\(([^)#]+)\)", top):
+        assert (root / "results" / link).exists(), link

@@ -19,3 +19,14 @@ def test_every_code_cell_parses(path):
             ast.parse("".join(cell["source"]))
         except SyntaxError as err:
             pytest.fail(f"{path.name}, code cell {i} (id {cell.get('id')}): {err}")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_is_a_clean_source(path):
+    """One header convention (a markdown title first), stable unique cell ids, no stored widget state."""
+    nb = json.loads(path.read_text())
+    assert "widgets" not in nb["metadata"], f"{path.name} stores widget state: clear it (Widgets > Clear state)"
+    ids = [c.get("id") for c in nb["cells"]]
+    assert None not in ids and len(set(ids)) == len(ids), f"{path.name}: every cell needs its own stable id"
+    first = nb["cells"][0]
+    assert first["cell_type"] == "markdown" and "".join(first["source"]).startswith("# ")

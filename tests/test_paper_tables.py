@@ -3,8 +3,9 @@
 import mpmath
 import pytest
 
-from dirdp import paper, tables
+from dirdp import paper
 from dirdp.presets import PRESETS
+from dirdp.report import tables
 
 from test_accountant import mp_h
 

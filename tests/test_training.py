@@ -112,7 +112,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path,
 
 
 def test_runs_table_puts_each_run_beside_the_paper_cell(tiny_mnist, tmp_path):
-    from dirdp import runs
+    from dirdp.report import runs
 
     train(small(eps=1.0), tmp_path / "mnist" / "a.json", data=tiny_mnist, progress=False)
     train(small(eps=math.inf), tmp_path / "mnist" / "b.json", data=tiny_mnist, progress=False)

@@ -21,8 +21,7 @@ def _cell(p: Preset, eps: float, alpha: float, paper_r: float | None, decimals: 
         row.update(rstar=None, order=None, certified_eps=None, diff=None,
                    status=f"infeasible: eps <= floor {floor.epsilon:.4f}")
     else:
-        r = accountant.rstar(eps=eps, alpha=alpha, q=p.q, steps=p.steps, delta=p.delta)
-        spend = accountant.epsilon(r=r, alpha=alpha, q=p.q, steps=p.steps, delta=p.delta)
+        r, spend = accountant.calibrate(eps=eps, alpha=alpha, q=p.q, steps=p.steps, delta=p.delta)
         rounded = round(r, decimals)
         row.update(rstar=r, order=spend.order, certified_eps=spend.epsilon)
         if paper_r is None:

@@ -1,0 +1,113 @@
+"""The audit's statistics: Clopper-Pearson limits, the epsilon lower bound of a distinguishing test,
+honest (held-out) thresholding, and ROC summaries for membership inference.
+
+Any (eps, delta)-DP mechanism and any test T satisfy FPR + e^eps FNR >= 1 - delta and
+FNR + e^eps FPR >= 1 - delta (Jagielski et al. 2020; Nasr et al. 2021), so
+eps >= max(ln((1 - delta - FNR)/FPR), ln((1 - delta - FPR)/FNR)). With FPR and FNR replaced by
+Clopper-Pearson upper confidence limits the bound holds with the stated confidence.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from scipy import stats
+
+
+def clopper_pearson(k: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Two-sided Clopper-Pearson interval for a binomial proportion with k successes out of n."""
+    if not (0 <= k <= n and n > 0):
+        raise ValueError(f"need 0 <= k <= n and n > 0. Found k={k}, n={n}.")
+    a = 1 - confidence
+    lo = 0.0 if k == 0 else float(stats.beta.ppf(a / 2, k, n - k + 1))
+    hi = 1.0 if k == n else float(stats.beta.ppf(1 - a / 2, k + 1, n - k))
+    return lo, hi
+
+
+@dataclass(frozen=True)
+class EpsilonLowerBound:
+    """An empirical epsilon lower bound from a distinguishing test, with what it came from."""
+
+    epsilon: float  # the lower bound at the stated confidence (0 when the test distinguishes nothing)
+    point: float  # the same formula at the observed rates (no confidence correction)
+    fpr: float
+    fnr: float
+    fpr_upper: float
+    fnr_upper: float
+    n_negatives: int
+    n_positives: int
+    delta: float
+    confidence: float
+
+
+def _eps_from_rates(fpr: float, fnr: float, delta: float) -> float:
+    best = 0.0
+    for a, b in ((fpr, fnr), (fnr, fpr)):
+        if a > 0 and 1 - delta - b > 0:
+            best = max(best, math.log((1 - delta - b) / a))
+        elif a == 0 and 1 - delta - b > 0:
+            best = math.inf
+    return best
+
+
+def epsilon_lower_bound(*, false_positives: int, n_negatives: int, false_negatives: int, n_positives: int,
+                        delta: float, confidence: float = 0.95) -> EpsilonLowerBound:
+    """eps >= max(ln((1 - delta - FNR)/FPR), ln((1 - delta - FPR)/FNR)) with FPR and FNR replaced by
+    their one-sided Clopper-Pearson upper limits, each at level 1 - (1 - confidence)/2 (union bound),
+    so that the returned bound holds with probability >= ``confidence``.
+
+    Negatives are trials of the world without the canary (D'), positives of the world with it (D).
+    """
+    # the upper end of a two-sided interval at ``confidence`` is a one-sided limit at 1 - (1 - confidence)/2
+    fpr_hi = clopper_pearson(false_positives, n_negatives, confidence=confidence)[1]
+    fnr_hi = clopper_pearson(false_negatives, n_positives, confidence=confidence)[1]
+    fpr, fnr = false_positives / n_negatives, false_negatives / n_positives
+    return EpsilonLowerBound(epsilon=_eps_from_rates(fpr_hi, fnr_hi, delta), point=_eps_from_rates(fpr, fnr, delta),
+                             fpr=fpr, fnr=fnr, fpr_upper=fpr_hi, fnr_upper=fnr_hi, n_negatives=n_negatives,
+                             n_positives=n_positives, delta=delta, confidence=confidence)
+
+
+def audit_threshold(stat_negative: torch.Tensor, stat_positive: torch.Tensor, *, delta: float,
+                    confidence: float = 0.95) -> tuple[EpsilonLowerBound, float]:
+    """Honest thresholding: the first half of each world's trials chooses the threshold (the one
+    with the largest lower bound there), the second half measures FPR and FNR at it. "Positive" =
+    statistic above the threshold = the canary was in. Returns the bound on the held-out half and
+    the threshold."""
+    neg_a, neg_b = stat_negative[: len(stat_negative) // 2], stat_negative[len(stat_negative) // 2:]
+    pos_a, pos_b = stat_positive[: len(stat_positive) // 2], stat_positive[len(stat_positive) // 2:]
+    values = torch.unique(torch.cat([neg_a, pos_a]))  # sorted
+    # thresholds halfway between consecutive observed values (and beyond both ends)
+    candidates = torch.cat([values[:1] - 1, (values[1:] + values[:-1]) / 2, values[-1:] + 1])
+    best, best_t = -1.0, float(candidates[-1])
+    for t in candidates.tolist():
+        lb = epsilon_lower_bound(false_positives=int((neg_a > t).sum()), n_negatives=len(neg_a),
+                                 false_negatives=int((pos_a <= t).sum()), n_positives=len(pos_a), delta=delta,
+                                 confidence=confidence).epsilon
+        if lb > best:
+            best, best_t = lb, t
+    held_out = epsilon_lower_bound(false_positives=int((neg_b > best_t).sum()), n_negatives=len(neg_b),
+                                   false_negatives=int((pos_b <= best_t).sum()), n_positives=len(pos_b), delta=delta,
+                                   confidence=confidence)
+    return held_out, best_t
+
+
+def roc_at(scores_in: torch.Tensor, scores_out: torch.Tensor, *, fprs=(0.01, 0.001)) -> dict:
+    """AUC (the Mann-Whitney statistic, ties counted 1/2) and the TPR at each FPR, for "member" =
+    score above a threshold set on the non-members' scores."""
+    s_in, s_out = scores_in.double().flatten(), scores_out.double().flatten()
+    ranks = torch.cat([s_in, s_out]).argsort().argsort().double() + 1
+    both = torch.cat([s_in, s_out])
+    # average ranks over ties
+    uniq, inverse = torch.unique(both, return_inverse=True)
+    mean_rank = torch.zeros(len(uniq), dtype=torch.float64).index_add_(0, inverse, ranks)
+    mean_rank /= torch.bincount(inverse, minlength=len(uniq)).double()
+    r_in = mean_rank[inverse[: len(s_in)]].sum()
+    auc = float((r_in - len(s_in) * (len(s_in) + 1) / 2) / (len(s_in) * len(s_out)))
+    out = dict(auc=auc, n_members=len(s_in), n_non_members=len(s_out))
+    for f in fprs:
+        k = int(math.floor(f * len(s_out)))  # at most k non-members above the threshold
+        thr = s_out.sort(descending=True).values[k] if k < len(s_out) else -math.inf
+        out[f"tpr_at_fpr_{f:g}"] = float((s_in > thr).double().mean())
+    return out

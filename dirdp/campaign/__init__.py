@@ -1,0 +1,35 @@
+"""A campaign: a profile's training runs in priority order, K at a time, inside a wall-clock budget.
+
+Two uses, one machinery:
+
+- **The GPU campaign** (``scripts/gpu_campaign.sh`` = ``python -m dirdp campaign run --config config/gpu.yaml``):
+  on one CUDA GPU, inside a budget (default 540 s), it runs the CUDA test lane (``pytest -m cuda``), the
+  benchmark (:func:`dirdp.bench.campaign_bench`: per-step time of non-private, Algorithm 1 and DP-SGD for the
+  full-width models, fp32 and bf16 + channels_last, with projections), then trains the queue K runs at a time
+  (the models leave a large GPU mostly idle, so several processes side by side is the point), and packs what it
+  made into a few files that ``python -m dirdp campaign unpack`` puts back into the repository.
+- **The CPU evidence campaign** (``scripts/campaign.sh``): the same queue runner in the background with no
+  budget, one thread per run; ``campaign status`` says where each run stands.
+
+Each run is an ordinary ``python -m dirdp train ... --out results/runs/<profile>/<dataset>/<tag>.json``
+process with the profile's own arguments (the DAG job's), so the DAG, the campaign and a person at a shell
+all make, resume and skip the same files. A finished run (its JSON exists) is skipped; a run with a
+checkpoint resumes; a run another process is training (its lock is held) is left alone. When the budget
+runs out, the runner sends SIGTERM: each run finishes its step, writes its checkpoint and exits (75), and
+the next call resumes it.
+
+Modules: :mod:`~dirdp.campaign.queue` (jobs and the K-at-a-time runner), :mod:`~dirdp.campaign.packing`
+(packing and unpacking), :mod:`~dirdp.campaign.summary` (per-run records and the summary text),
+:mod:`~dirdp.campaign.runner` (the driver, K, status). Every name is re-exported here; to monkeypatch one,
+patch the submodule that looks it up.
+"""
+
+from dirdp.campaign.packing import MIB, pack, pack_list, unpack
+from dirdp.campaign.queue import (EXIT_INTERRUPTED, REPO, Job, _ckpt_step, _finish, _launch, _now, describe, plan,
+                                  run_queue)
+from dirdp.campaign.runner import (SMOKE_TRAINING, _dirty_code, _remaining, _step, choose_k, gpu_sample, load_profile,
+                                   run_campaign, status)
+from dirdp.campaign.summary import _record, report
+
+__all__ = ["EXIT_INTERRUPTED", "MIB", "REPO", "SMOKE_TRAINING", "Job", "choose_k", "describe", "gpu_sample",
+           "load_profile", "pack", "pack_list", "plan", "report", "run_campaign", "run_queue", "status", "unpack"]

@@ -1,0 +1,193 @@
+"""The queue runner: a profile's runs as jobs (``python -m dirdp train`` processes), K at a time, with a deadline.
+
+:func:`plan` turns a profile's campaign queue into jobs (:class:`Job`), :func:`run_queue` trains them K at a time
+(SIGTERM at the deadline: each run checkpoints and exits), :func:`describe` says where one stands.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dirdp.experiments import Profile, Run
+
+REPO = Path(__file__).resolve().parents[2]
+EXIT_INTERRUPTED = 75  # python -m dirdp train: stopped by SIGTERM after writing its checkpoint
+
+
+@dataclass
+class Job:
+    """One run of the queue: where its result, checkpoint and log live, and how it went this call."""
+
+    run: Run
+    out: Path
+    log: Path
+    args: list[str]
+    status: str = "queued"  # queued, done (before this call), running-elsewhere, finished, interrupted, failed
+    returncode: int | None = None
+    wall_s: float | None = None
+    started: float | None = None
+    proc: subprocess.Popen | None = field(default=None, repr=False)
+
+    @property
+    def name(self) -> str:
+        return f"{self.run.dataset}/{self.out.stem}"
+
+    @property
+    def ckpt(self) -> Path:
+        return self.out.with_name(self.out.name + ".ckpt.pt")
+
+
+def plan(profile: Profile, *, results_root: str | Path = "results/runs", logs_root: str | Path = "results/logs/runs",
+         max_runs: int | None = None, threads: int | None = None) -> list[Job]:
+    """The profile's runs in campaign order (:meth:`Profile.campaign_queue`), each as a job with its
+    ``python -m dirdp train`` arguments. ``max_runs`` keeps the first that many."""
+    from dirdp.training import is_running
+
+    jobs = []
+    for run in profile.campaign_queue()[:max_runs]:
+        out = Path(run.path(profile.name, str(results_root)))
+        log = Path(logs_root) / profile.name / run.dataset / f"{run.tag}.log"
+        t = threads or int(profile.training.get("threads") or 1)
+        args = [*profile.train_args(run), "--threads", str(t), "--out", str(out)]
+        job = Job(run, out, log, args)
+        job.status = "done" if out.exists() else "running-elsewhere" if is_running(out) else "queued"
+        jobs.append(job)
+    return jobs
+
+
+def _ckpt_step(path: Path) -> int | None:
+    """The step a checkpoint is at (None if there is none or it cannot be read)."""
+    if not path.exists():
+        return None
+    try:
+        import torch
+
+        return int(torch.load(path, map_location="cpu", weights_only=False)["state"]["step"])
+    except Exception:  # noqa: BLE001 - a half-written or foreign file: say "unreadable", never crash a status
+        return None
+
+
+def describe(job: Job) -> str:
+    """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued)."""
+    if job.out.exists():
+        rec = json.loads(job.out.read_text())
+        wall = rec.get("wall_time_s") or 0
+        return (f"{job.name:42s} finished   test acc. {rec['test_accuracy']:6.2f}  "
+                f"({rec['steps']} steps, {wall / 60:.0f} min, {rec['provenance']['git_commit'][:12]})")
+    steps = int(job.args[job.args.index("--steps") + 1]) if "--steps" in job.args else None
+    step = _ckpt_step(job.ckpt)
+    from dirdp.training import is_running
+
+    where = "running   " if is_running(job.out) else ("stopped   " if step is not None else "queued    ")
+    at = f"checkpoint at step {step}" if step is not None else "no checkpoint"
+    return f"{job.name:42s} {where} {at}" + (f" of {steps}" if steps and step is not None else "")
+
+
+def _launch(job: Job, env: dict) -> None:
+    job.log.parent.mkdir(parents=True, exist_ok=True)
+    log = open(job.log, "a")
+    log.write(f"\n=== {_now()} python -m dirdp train {' '.join(job.args)}\n")
+    log.flush()
+    job.proc = subprocess.Popen([sys.executable, "-m", "dirdp", "train", *job.args], stdout=log, stderr=log,
+                                stdin=subprocess.DEVNULL, env=env, cwd=REPO, start_new_session=True)
+    log.close()
+    job.started = time.monotonic()
+    job.status = "running"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _finish(job: Job, rc: int, say) -> None:
+    job.returncode = rc
+    job.wall_s = round(time.monotonic() - job.started, 1)
+    if rc == 0 and job.out.exists():
+        job.status = "finished"
+        acc = json.loads(job.out.read_text())["test_accuracy"]
+        say(f"finished  {job.name}: test acc. {acc:.2f} in {job.wall_s:.0f} s")
+    elif rc in (EXIT_INTERRUPTED, -signal.SIGTERM, -signal.SIGKILL):
+        job.status = "interrupted"
+        say(f"stopped   {job.name} after {job.wall_s:.0f} s: checkpoint at step {_ckpt_step(job.ckpt)}")
+    else:
+        job.status = "failed"
+        tail = job.log.read_text(errors="replace")[-600:] if job.log.exists() else ""
+        say(f"FAILED    {job.name} (exit {rc}); end of {job.log}:\n{tail}")
+
+
+def run_queue(jobs: list[Job], *, k: int, deadline: float | None = None, env: dict | None = None,
+              grace_s: float = 60.0, poll_s: float = 0.5, say=print, sample=None, hold=None,
+              hold_every_s: float = 10.0) -> list[Job]:
+    """Train the queued jobs, ``k`` at a time, until all are done or ``deadline`` (a ``time.monotonic()``
+    value; None = none) passes; then SIGTERM the running ones (each checkpoints and exits) and, after
+    ``grace_s``, SIGKILL what is left. SIGTERM or SIGINT to this process count as the deadline.
+    ``sample()``, if given, is called about every 10 s while runs are going (GPU utilisation).
+    ``hold()``, if given, is asked before each start: a reason (str) holds the start back until it is None."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
+    queue = [j for j in jobs if j.status == "queued"]
+    running: list[Job] = []
+    stop = {"now": False}
+
+    def on_signal(signum, frame):
+        stop["now"] = True
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    last_sample = last_hold = -math.inf
+    held = None
+    try:
+        while queue or running:
+            out_of_time = stop["now"] or (deadline is not None and time.monotonic() >= deadline)
+            if queue and len(running) < k and hold is not None and time.monotonic() - last_hold >= hold_every_s:
+                last_hold = time.monotonic()
+                reason = hold()
+                if reason and reason != held:
+                    say(f"holding the next start: {reason}")
+                held = reason
+            while queue and len(running) < k and not out_of_time and not held:
+                job = queue.pop(0)
+                if job.out.exists():  # finished meanwhile (another process)
+                    job.status = "done"
+                    continue
+                _launch(job, env)
+                running.append(job)
+                say(f"started   {job.name} ({len(running)} running, {len(queue)} queued)")
+            for job in list(running):
+                rc = job.proc.poll()
+                if rc is not None:
+                    running.remove(job)
+                    _finish(job, rc, say)
+            if out_of_time and running:
+                say(f"budget reached: stopping {len(running)} run(s); each writes its checkpoint")
+                for job in running:
+                    job.proc.send_signal(signal.SIGTERM)
+                end = time.monotonic() + grace_s
+                while running and time.monotonic() < end:
+                    for job in list(running):
+                        if (rc := job.proc.poll()) is not None:
+                            running.remove(job)
+                            _finish(job, rc, say)
+                    time.sleep(0.2)
+                for job in running:
+                    job.proc.kill()
+                    _finish(job, job.proc.wait(), say)
+                running = []
+            if out_of_time:
+                break
+            if sample is not None and time.monotonic() - last_sample >= 10:
+                last_sample = time.monotonic()
+                sample()
+            time.sleep(poll_s)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return jobs

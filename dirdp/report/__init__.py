@@ -1,0 +1,28 @@
+"""Reporting: the runs made here beside the paper's printed values, one table and one figure per paper object.
+
+- :mod:`dirdp.report.runs`: the one reader of a run's result JSON (:func:`read_run`), the runs summary
+  (:func:`collect`) and the accuracy curves (:func:`curves`);
+- :mod:`dirdp.report.compare`: the paper's value for a cell, the status of ours beside it, Welch's t-test;
+- :mod:`dirdp.report.objects`: the tidy table of a paper object (:func:`object_table`) and its text (:func:`show`);
+- :mod:`dirdp.report.plots`: the accuracy-against-eps panel several notebooks draw (:func:`draw_accuracy`);
+- :mod:`dirdp.report.tables`: Tables 6 and 7 (r*) recomputed with the accountant;
+- :mod:`dirdp.report.index`: ``results/<profile>/README.md`` and the top index ``results/README.md`` (``python -m dirdp index``).
+
+What is particular to one table or figure (its columns, its drawing) is in its notebook under ``notebooks/``.
+Every epsilon is parsed by :func:`dirdp.protocol.parse_eps` and printed by :func:`dirdp.protocol.fmt_eps`.
+"""
+
+from dirdp.report import index, tables
+from dirdp.report.compare import PAPER_SEEDS, SPREAD, WELCH_ALPHA, welch
+from dirdp.report.compare import _comparison, _paper_cell, _status  # noqa: F401  (report._status: tests)
+from dirdp.report.index import write_index
+from dirdp.report.objects import (CONFIG_DIR, COLUMNS, MODEL_NAMES, SHOW_COLUMNS, object_table, profile_run_paths,
+                                  show)
+from dirdp.report.plots import METHOD_COLOR, WIDTH_STYLE, draw_accuracy, eps_x, figure, set_style
+from dirdp.report.runs import MAIN_TABLE, collect, curves, read_run, run_files
+from dirdp.report.tables import table6, table7
+
+__all__ = ["CONFIG_DIR", "COLUMNS", "MAIN_TABLE", "METHOD_COLOR", "MODEL_NAMES", "PAPER_SEEDS", "SHOW_COLUMNS", "SPREAD",
+           "WELCH_ALPHA", "WIDTH_STYLE", "collect", "curves", "draw_accuracy", "eps_x", "figure", "index",
+           "object_table", "profile_run_paths", "read_run", "run_files", "set_style", "show", "table6", "table7",
+           "tables", "welch", "write_index"]

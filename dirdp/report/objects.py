@@ -1,0 +1,132 @@
+"""The tidy table of one paper object: every cell of its grid made here (one row per model width) beside the
+paper's printed value, then the numbers the paper cites from other work, never mixed with ours.
+
+The status of a row and the test behind it are :mod:`dirdp.report.compare`'s; what each notebook prints of the
+table (its columns) is in the notebook, through :func:`show`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from dirdp import paper
+from dirdp.data import missing_files
+from dirdp.experiments import METHODS, PaperObject, Profile
+from dirdp.presets import get_preset
+from dirdp.protocol import fmt_eps, parse_eps
+from dirdp.report.compare import _comparison, _paper_cell, _status
+from dirdp.report.runs import read_run
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "ResNet-9", "papernot_cnn": "CNN"}
+COLUMNS = ["object", "dataset", "metric", "method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr",
+           "width", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "test", "p_value", "setting",
+           "certified_eps", "rstar", "source", "runs"]
+SHOW_COLUMNS = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
+                "paper", "paper_std", "diff", "status"]
+
+
+def _keys(obj: PaperObject) -> list[str]:
+    return {"eps": ["method", "eps"], "q": ["method", "eps", "q"], "lr": ["method", "eps", "alpha", "lr"]}[obj.axis]
+
+
+def _shown_profiles(profile: Profile) -> list[Profile]:
+    """The profiles whose runs ``profile``'s tables also show (its ``also_show``: e.g. the gpu profile's
+    full-width runs beside the cpu profile's reduced-width ones). They are read, never trained."""
+    out = []
+    for name in profile.config.get("also_show") or []:
+        path = CONFIG_DIR / f"{name}.yaml"
+        if not path.exists():
+            raise ValueError(f"profile '{profile.name}' shows runs of '{name}', but {path} does not exist.")
+        out.append(Profile.load(path))
+    return out
+
+
+def profile_run_paths(obj: PaperObject, profile: Profile, runs_root: str = "results/runs") -> list[str]:
+    """Result files ``obj``'s table reads in ``profile``: its own runs, then those of its ``also_show``
+    profiles (same object) that exist."""
+    own = [r.path(profile.name, runs_root) for r in profile.runs(obj.name)]
+    shown = [p for other in _shown_profiles(profile) for r in other.runs(obj.name)
+             if Path(p := r.path(other.name, runs_root)).exists()]
+    return own + shown
+
+
+def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "results/runs") -> pd.DataFrame:
+    """Tidy table of ``obj``: one row per cell and model width made here (or one per cell expected), beside
+    the paper's value, then the paper's cited rows. Columns: :data:`COLUMNS` (``runs``: the profiles the runs
+    come from)."""
+    keys = _keys(obj)
+    expected = profile.runs(obj.name)
+    runs = pd.DataFrame([dict(read_run(p), profile=Path(p).parts[-3]) for p in profile_run_paths(obj, profile, runs_root)
+                         if Path(p).exists()])
+    printed = paper.accuracy(obj.paper_object or obj.name)
+    mine = printed[printed.label == "paper"]
+    model = MODEL_NAMES[get_preset(obj.dataset).model]
+
+    # every cell of the grid: the profile's, or (when it trains none) the paper's own
+    cells = {tuple(getattr(r, k) for k in keys) for r in expected}
+    if obj.axis != "lr":  # the paper's own cells too, its DP-SGD baseline included (no numbers for Figure 2)
+        key = {v: k for k, v in METHODS.items()}
+        cells |= {(key[row.method], row.eps, row.q)[: len(keys)] for row in mine.itertuples()}
+    rows = []
+    for cell in sorted(cells):
+        sel = dict(zip(keys, cell))
+        base = dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS[sel["method"]],
+                    model={"tempered": MODEL_NAMES["papernot_cnn"], "latent": "conv + FC"}.get(sel["method"], model),
+                    eps=sel["eps"], q=sel.get("q"), alpha=sel.get("alpha"), lr=sel.get("lr"))
+        ref = _paper_cell(mine, base)
+        base.update(paper=ref[0], paper_std=ref[1], source=ref[2])
+        got = runs
+        for k, v in sel.items() if len(got) else ():
+            got = got[got[k] == v] if k == "method" else got[np.isclose(got[k].astype(float), v)]
+        got = got[got[obj.metric].notna()] if len(got) else got
+        if not len(got):
+            planned = any(tuple(getattr(r, k) for k in keys) == cell for r in expected)
+            rows.append(dict(base, label="paper" if ref[0] is not None else "not run", n=0,
+                             status=_not_run(obj, profile, planned)))
+            continue
+        for width, at in sorted(got.groupby("width"), key=lambda g: -g[0]):  # full width first
+            vals = at[obj.metric]
+            first = at.iloc[0]
+            row = dict(base, label="run here", width=width, mean=round(vals.mean(), 3),
+                       std=round(vals.std(ddof=1), 3) if len(vals) > 1 else None, n=len(vals),
+                       seeds=" ".join(str(s) for s in sorted(at.seed)), setting=f"{first.protocol}, {first.width_label}",
+                       certified_eps=at.certified_eps.max(), rstar=first.rstar,
+                       runs=" ".join(sorted(set(at.profile))))
+            row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
+            row["status"] = _status(row, width != 1.0, first.protocol != "paper protocol")
+            row["test"], row["p_value"] = _comparison(row)
+            rows.append(row)
+    if not rows:  # Figure 2 outside its profile: one row that says so
+        rows.append(dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS["alg1"], model=model,
+                         label="not run", n=0, status=_not_run(obj, profile, False)))
+    for c in printed[printed.label == "paper, cited"].itertuples():
+        rows.append(dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=c.method, model=c.model,
+                         label="paper, cited", eps=c.eps, eps_reported=c.eps_reported, q=None, paper=c.accuracy,
+                         paper_std=c.std if not pd.isna(c.std) else None, n=0, source=c.source,
+                         status="cited by the paper; not run here"))
+    return pd.DataFrame(rows).reindex(columns=COLUMNS)
+
+
+def _not_run(obj: PaperObject, profile: Profile, planned: bool) -> str:
+    if obj.name not in profile.objects:
+        offline = "; its data set is not on this machine" if missing_files(obj.dataset) else ""
+        return f"not run here (not in the '{profile.name}' profile{offline})"
+    if obj.dataset not in profile.datasets:
+        return "not run here (data set left out of this DAG)"
+    if not planned:
+        return f"not run here (not in the '{profile.name}' profile's grid)"
+    return "not run here (result file missing: run the DAG)"
+
+
+def show(table: pd.DataFrame, columns: list[str] | None = None) -> str:
+    """``columns`` of the table (default :data:`SHOW_COLUMNS`) as text, for a notebook cell or a log; columns
+    empty in every row are left out, eps is printed as :func:`dirdp.protocol.fmt_eps` prints it."""
+    t = table[[c for c in columns or SHOW_COLUMNS if table[c].notna().any()]].copy()
+    for c in ("eps", "eps_reported"):
+        if c in t:
+            t[c] = t[c].map(lambda v: "" if pd.isna(v) else fmt_eps(parse_eps(v)))
+    return t.fillna("").to_string(index=False)

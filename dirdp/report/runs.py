@@ -1,0 +1,87 @@
+"""Result files of training runs (``results/runs/<profile>/<dataset>/<tag>.json``), read by one reader.
+
+:func:`read_run` is the only code that opens a result JSON: the object tables (:mod:`dirdp.report.objects`), the
+runs summary (:func:`collect`) and the accuracy curves (:func:`curves`) all take their fields from it, and every
+epsilon in a file goes through :func:`dirdp.protocol.parse_eps`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from dirdp import paper
+from dirdp.presets import get_preset
+from dirdp.protocol import parse_eps
+
+# the table that prints each data set's protocol-default Algorithm 1 runs (Section 4.2)
+MAIN_TABLE = {"cifar10": "table1_cifar10", "mnist": "table2_mnist", "dermamnist": "table3_dermamnist",
+              "fashionmnist": "table4_fashionmnist", "svhn": "table5_svhn"}
+
+
+def read_run(path: str | Path) -> dict:
+    """The fields of one result JSON that the tables need (provenance stays in the file): what ran (data set,
+    method, eps, seed, q, alpha, lr, optimizer, steps, width), its r* and certified epsilon, test and validation
+    accuracy, ``protocol`` (the paper's, or reduced, and how), the accuracy curve as (step, accuracy) pairs."""
+    rec = json.loads(Path(path).read_text())
+    cfg = rec["provenance"]["config"]
+    preset = get_preset(rec["dataset"])
+    reduced = [f"T={rec['steps']}" if rec["steps"] != preset.steps else None,
+               f"q={rec['q']:.4g}" if not math.isclose(rec["q"], preset.q) else None,
+               f"training subset {cfg['train_subset']}" if cfg.get("train_subset") else None]
+    reduced = [r for r in reduced if r]
+    return dict(
+        path=str(path), dataset=rec["dataset"], method=rec.get("method", "alg1"), eps=parse_eps(rec["eps_target"]),
+        seed=rec["seed"], q=rec["q"], alpha=rec["alpha"], lr=cfg["lr"], optimizer=cfg["optimizer"], steps=rec["steps"],
+        width=rec["width"], rstar=rec["rstar"],
+        certified_eps=None if rec["epsilon"] is None else parse_eps(rec["epsilon"]),
+        test=rec["test_accuracy"], val=rec.get("val_accuracy"),
+        protocol=("LATENT protocol (local DP)" if rec.get("method") == "latent" else "paper protocol" if not reduced
+                  else "reduced protocol (" + ", ".join(reduced) + ")"),
+        width_label=rec["width_label"], device=rec["provenance"]["device"],
+        git_commit=rec["provenance"]["git_commit"], wall_time_s=rec["wall_time_s"],
+        curve=[tuple(point) for point in rec.get("accuracy_curve") or []],
+    )
+
+
+def run_files(root: str | Path = "results/runs") -> list[Path]:
+    """Every result JSON under ``root``, sorted."""
+    return sorted(Path(root).glob("**/*.json"))
+
+
+def collect(root: str | Path = "results/runs") -> pd.DataFrame:
+    """One row per run: protocol, r*, certified epsilon, accuracy, time, and, for a run of the
+    data set's default protocol (SGD, alpha = 3, the paper's gamma), the paper's value for that
+    (data set, eps) cell with the difference. Width is shown, never hidden: a reduced-width run is
+    compared with the paper's full-width number as such."""
+    rows = []
+    for path in run_files(root):
+        run = read_run(path)
+        preset = get_preset(run["dataset"])
+        default = (run["method"] == "alg1" and run["optimizer"] == "sgd" and run["alpha"] == preset.alpha
+                   and run["lr"] == preset.lr)
+        printed = paper.accuracy(MAIN_TABLE[run["dataset"]])
+        cell = printed[(printed.method == "Algorithm 1") & (printed.eps == run["eps"])] if default else printed[:0]
+        mean = float(cell.accuracy.iloc[0]) if len(cell) else None
+        std = float(cell["std"].iloc[0]) if len(cell) and not pd.isna(cell["std"].iloc[0]) else None
+        rows.append(dict(
+            run=str(path), dataset=run["dataset"], method=run["method"], width=run["width"],
+            width_label=run["width_label"], protocol=run["protocol"], eps=run["eps"], seed=run["seed"], q=run["q"],
+            steps=run["steps"], rstar=run["rstar"], certified_eps=run["certified_eps"], test_accuracy=run["test"],
+            paper_accuracy=mean, paper_std=std, diff=None if mean is None else round(run["test"] - mean, 2),
+            wall_time_min=round(run["wall_time_s"] / 60, 1), device=run["device"], git_commit=run["git_commit"],
+        ))
+    return pd.DataFrame(rows)
+
+
+def curves(root: str | Path = "results/runs") -> pd.DataFrame:
+    """Long table of every run's test-accuracy curve: run, dataset, eps, width, step, accuracy."""
+    rows = []
+    for path in run_files(root):
+        run = read_run(path)
+        rows += [dict(run=str(path), dataset=run["dataset"], eps=run["eps"], width=run["width"], step=step,
+                      test_accuracy=acc) for step, acc in run["curve"]]
+    return pd.DataFrame(rows)

@@ -1,0 +1,90 @@
+"""The paper's tables and figures that come from training runs: one notebook job per paper object
+(dirdp.experiments.OBJECTS), the baselines comparison, the width effect and the summary of every run."""
+
+
+for _name in OBJECTS:
+
+    rule:
+        """One table or figure of the paper from its runs, beside the paper's printed values."""
+        name:
+            _name
+        input:
+            deps(
+                f"notebooks/{_name}.ipynb",
+                REPORT,
+                run_inputs(profile_run_paths(OBJECTS[_name], PROFILE)),  # its runs, and those of `also_show` on disk
+            ),
+        output:
+            object_outputs(_name),
+        log:
+            f"{NB_LOGS}/{_name}.log",
+        params:
+            cmd=papermill(_name, {"object_name": _name, "config": PROFILE_PARAM, "runs_root": "results/runs"}),
+        shell:
+            "{params.cmd}"
+
+
+rule baselines_comparison:
+    """Accuracy against eps for every method run here (Algorithm 1, DP-SGD, tempered-sigmoid DP-SGD,
+    LATENT) on MNIST and FashionMNIST, beside the paper's and the cited values."""
+    input:
+        deps(
+            "notebooks/baselines_comparison.ipynb",
+            REPORT,
+            run_inputs([p for o in ("table2_mnist", "table4_fashionmnist") for p in profile_run_paths(OBJECTS[o], PROFILE)]),
+        ),
+    output:
+        f"{RES}/baselines_comparison.csv",
+        f"{FIG}/baselines_comparison.png",
+        f"{FIG}/baselines_comparison.pdf",
+        f"{NB}/baselines_comparison.ipynb",
+    log:
+        f"{NB_LOGS}/baselines_comparison.log",
+    params:
+        cmd=papermill("baselines_comparison", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
+    shell:
+        "{params.cmd}"
+
+
+rule width_effect:
+    """FashionMNIST, Algorithm 1: test accuracy against model width (0.25x, 0.5x on CPU; 1x from the gpu
+    profile's runs where they exist) at eps = 2 and eps = inf, beside the paper's full-width values."""
+    input:
+        deps(
+            "notebooks/width_effect.ipynb",
+            REPORT,
+            run_inputs(profile_run_paths(OBJECTS["table4_fashionmnist"], PROFILE)),
+        ),
+    output:
+        f"{RES}/width_effect.csv",
+        f"{FIG}/width_effect.png",
+        f"{FIG}/width_effect.pdf",
+        f"{NB}/width_effect.ipynb",
+    log:
+        f"{NB_LOGS}/width_effect.log",
+    params:
+        cmd=papermill("width_effect", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
+    shell:
+        "{params.cmd}"
+
+
+rule runs_summary:
+    """Every run of this profile, one row each, beside the paper's accuracy for its cell (width
+    always shown); accuracy curves during training."""
+    input:
+        deps(
+            "notebooks/runs_summary.ipynb",
+            sources("dirdp/report/runs.py", "dirdp/protocol.py", "dirdp/paper.py"),
+            run_inputs(sorted(RUNS)),
+        ),
+    output:
+        f"{RES}/runs_summary.csv",
+        f"{FIG}/runs_accuracy_curves.png",
+        f"{FIG}/runs_accuracy_curves.pdf",
+        f"{NB}/runs_summary.ipynb",
+    log:
+        f"{NB_LOGS}/runs_summary.log",
+    params:
+        cmd=papermill("runs_summary", {"runs_dir": f"results/runs/{PROFILE.name}"}),
+    shell:
+        "{params.cmd}"

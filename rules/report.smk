@@ -1,0 +1,23 @@
+"""The index of everything the workflow made for the profile: results/<profile>/README.md (and the top index
+results/README.md, which links every profile's index that exists)."""
+
+
+rule index:
+    """results/<profile>/README.md: every object, the command that makes it, ours vs the paper, a status;
+    refreshes results/README.md, the top index linking each profile's index."""
+    input:
+        deps(
+            [f"{RES}/{name}.csv" for name in OBJECTS],
+            f"{RES}/table6.csv",
+            f"{RES}/table7.csv",
+            f"{RES}/theorem11_mc.csv",
+            f"{RES}/audit_canary.csv",
+            f"{RES}/width_effect.csv",
+            sources("dirdp/report/index.py"),
+        ),
+    output:
+        f"{RES}/README.md",
+    params:
+        profile=PROFILE.name,
+    shell:
+        "{PY} -m dirdp index --results {RES} --profile {params.profile} --out {output}"

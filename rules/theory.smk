@@ -1,0 +1,62 @@
+"""What needs no training run: the accountant's r* (Tables 6 and 7), Theorem 11 by Monte Carlo, and
+the interactive kappa explorer executed headless."""
+
+
+rule table6_table7_rstar:
+    """Tables 6 and 7: r* of Eq. (1) by Brent's method on Theorem 10, beside the paper's values;
+    the floor lim r->0 h(r) per protocol; h(r) curves."""
+    input:
+        deps(
+            "notebooks/table6_table7_rstar.ipynb",
+            CORE,
+        ),
+    output:
+        f"{RES}/table6.csv",
+        f"{RES}/table7.csv",
+        f"{FIG}/h_of_r.png",
+        f"{FIG}/h_of_r.pdf",
+        f"{NB}/table6_table7_rstar.ipynb",
+    log:
+        f"{NB_LOGS}/table6_table7_rstar.log",
+    params:
+        cmd=papermill("table6_table7_rstar", {}),
+    shell:
+        "{params.cmd}"
+
+
+rule theorem11_kappa_variance:
+    """Theorem 11 by Monte Carlo (Eqs. 3-5, with SEs and z-scores) and kappa / Var against alpha
+    with the regimes of Appendix C.1."""
+    input:
+        deps(
+            "notebooks/theorem11_kappa_variance.ipynb",
+            CORE,
+        ),
+    output:
+        f"{RES}/theorem11_mc.csv",
+        f"{FIG}/theorem11_kappa_variance.png",
+        f"{FIG}/theorem11_kappa_variance.pdf",
+        f"{NB}/theorem11_kappa_variance.ipynb",
+    log:
+        f"{NB_LOGS}/theorem11_kappa_variance.log",
+    params:
+        cmd=papermill("theorem11_kappa_variance", config["theorem11"]),
+    shell:
+        "{params.cmd}"
+
+
+rule explore_kappa:
+    """The interactive kappa / E[loss] / Var explorer, executed once headless as a smoke check."""
+    input:
+        deps(
+            "notebooks/explore_kappa.ipynb",
+            CORE,
+        ),
+    output:
+        f"{NB}/explore_kappa.ipynb",
+    log:
+        f"{NB_LOGS}/explore_kappa.log",
+    params:
+        cmd=papermill("explore_kappa", config["explore_kappa"]),
+    shell:
+        "{params.cmd}"
