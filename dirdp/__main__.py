@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import sys
 
 from dirdp import accountant, methods
@@ -16,17 +15,9 @@ EXIT_INTERRUPTED = 75  # train stopped by SIGTERM/SIGINT after checkpointing (EX
 def _json(obj) -> str:
     """``obj`` as strict JSON: a non-finite float is written as the string "inf", "-inf" or "nan" (JSON has no
     Infinity or NaN; :func:`dirdp.protocol.parse_eps` reads those strings back)."""
+    from dirdp.provenance import jsonable
 
-    def finite(v):
-        if isinstance(v, float) and not math.isfinite(v):
-            return str(v)
-        if isinstance(v, dict):
-            return {k: finite(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [finite(x) for x in v]
-        return v
-
-    return json.dumps(finite(obj), allow_nan=False)
+    return json.dumps(jsonable(obj), allow_nan=False)
 
 
 def _protocol(args) -> dict:

@@ -21,14 +21,20 @@ FIXTURE = Path(__file__).parent / "data" / "ckpt_421b8cb"
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_a_checkpoint_of_the_previous_main_resumes_to_the_same_model(name, tiny_root, tmp_path, capsys):
-    if EXPECTED[name]["method"] == "dpsgd":
-        pytest.importorskip("opacus")
+def _run(name: str, tiny_root):
+    """The fixture run ``name``: its expected record, its config and the tiny MNIST it trained on."""
     exp = EXPECTED[name]
+    if exp["method"] == "dpsgd":
+        pytest.importorskip("opacus")
     data = {s: load("mnist", s, root=tiny_root, download=False) for s in ("train", "test")}
     cfg = make_config("mnist", math.inf if exp["eps"] == "inf" else float(exp["eps"]), 0, method=exp["method"],
                       steps=12, q=0.25, width=0.0625, eval_every=6, log_every=4, checkpoint_every=5)
+    return exp, cfg, data
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_checkpoint_of_the_previous_main_resumes_to_the_same_model(name, tiny_root, tmp_path, capsys):
+    exp, cfg, data = _run(name, tiny_root)
     shutil.copy(FIXTURE / f"{name}.ckpt.pt", tmp_path / "x.json.ckpt.pt")
     res = train(cfg, tmp_path / "x.json", data=data, progress=False)
     assert "resumed from step 5 of 12" in capsys.readouterr().err
@@ -38,12 +44,7 @@ def test_a_checkpoint_of_the_previous_main_resumes_to_the_same_model(name, tiny_
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
 def test_an_uninterrupted_run_equals_the_previous_main(name, tiny_root, tmp_path):
-    if EXPECTED[name]["method"] == "dpsgd":
-        pytest.importorskip("opacus")
-    exp = EXPECTED[name]
-    data = {s: load("mnist", s, root=tiny_root, download=False) for s in ("train", "test")}
-    cfg = make_config("mnist", math.inf if exp["eps"] == "inf" else float(exp["eps"]), 0, method=exp["method"],
-                      steps=12, q=0.25, width=0.0625, eval_every=6, log_every=4, checkpoint_every=5)
+    exp, cfg, data = _run(name, tiny_root)
     res = train(cfg, tmp_path / "x.json", data=data, progress=False)
     assert res["params_sha256"] == exp["params_sha256"]
     assert res["loss_curve"] == exp["loss_curve"]
