@@ -1,4 +1,5 @@
-"""Algorithm 1 end to end: Poisson sampling, the Dirichlet mechanism, SGD, evaluation, checkpoints.
+"""One training run of any method end to end: its config, its data, its method from the registry
+(:mod:`dirdp.methods`) driven by the one loop (:mod:`dirdp.loop`), its checkpoint and its result.
 
 One run = one :class:`RunConfig` -> one result JSON with provenance. Rerunning the same command
 after a kill resumes from ``<out>.ckpt.pt``; on CPU the resumed run ends with exactly the same
