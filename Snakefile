@@ -21,9 +21,12 @@ records of an earlier run here, changed params, code or set of inputs; NOT file 
 fresh clone scrambles. So after editing a notebook or a dirdp source, rerun what depends on it by name
 (``-R RULE``); ``--rerun-triggers mtime params input software-env code`` restores time stamps as a trigger.
 
-A profile (config/<name>.yaml) extends config/paper.yaml key by key; config/schema.yaml says every key a
-profile may have, and a key it does not know (a typo) stops the workflow before any job, naming the key
-and the file. The rules live in rules/, by topic:
+A profile (config/<name>.yaml) declares every key config/schema.yaml requires, or says ``extends: <name>`` to
+take each key it leaves out from config/<name>.yaml (config/gpu.yaml: ``extends: paper``); a required key that
+is missing, or a key the schema does not know (a typo), stops the workflow before any job, naming the key and
+the file. Without --configfile the profile is config/paper.yaml. Where data sets the profile trains on are not
+on disk, a dry run (-n) shows the plan and lists them; a real run stops before any job, listing them. The rules
+live in rules/, by topic:
 
     rules/common.smk    the profile, its runs, the notebook command, the targets (no rules)
     rules/train.smk     train: one training run
@@ -39,16 +42,19 @@ from snakemake.utils import validate
 
 from dirdp import profile_schema
 
-configfile: "config/paper.yaml"
-
-# Every config file on its own (so that an error names its file), the --config overrides, then the
-# merged config (Snakemake's validate), all against config/schema.yaml.
+# The profile: each --configfile (config/paper.yaml when none is given) with what it `extends:`, a later one over
+# an earlier one, then the --config overrides; every file and the overrides checked on their own (an error names
+# its file and key), then the whole (Snakemake's validate), against config/schema.yaml. No `configfile:` directive:
+# Snakemake would merge config/paper.yaml under every profile, so that a key a profile leaves out would be the
+# paper's without the profile saying so.
 try:
-    for _path in dict.fromkeys(str(p) for p in workflow.configfiles):
-        profile_schema.validate_file(_path)
-    profile_schema.validate(dict(workflow.config_settings.config), "--config", partial=True)
+    _config = profile_schema.workflow_config(workflow.configfiles or ["config/paper.yaml"],
+                                             dict(workflow.config_settings.config))
 except ValueError as _err:
-    sys.exit(f"dirdp: {_err}")
+    print(f"dirdp: {_err}", file=sys.stderr)
+    sys.exit(2)
+config.clear()
+config.update(_config)
 validate(config, "config/schema.yaml", set_default=False)
 
 

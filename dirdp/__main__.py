@@ -92,8 +92,8 @@ def _made_by(out) -> dict | None:
 
 
 def _index(args) -> int:
-    """``index``: the profile must be one of config/*.yaml and the folder of --out must exist (checked before
-    any work; exit 2 with one line otherwise)."""
+    """``index``: the profile must be one of config/*.yaml, the --results folder and the folder of --out must
+    exist (checked before any work; exit 2 with one line otherwise)."""
     from pathlib import Path
 
     import dirdp
@@ -105,6 +105,10 @@ def _index(args) -> int:
     if profiles and args.profile not in profiles:
         problem = (f"--profile {args.profile!r}: there is no config/{args.profile}.yaml. "
                    f"Profiles: {', '.join(profiles)}.")
+    elif not Path(args.results).is_dir():
+        what = "is a file, not a folder" if Path(args.results).exists() else "does not exist"
+        problem = (f"--results {args.results}: the folder {what}; give the results folder the DAG wrote "
+                   f"(results, or results/{args.profile}).")
     elif not out.parent.is_dir():
         what = "is a file, not a folder" if out.parent.exists() else "does not exist"
         problem = f"--out {args.out}: the folder {out.parent} {what}; choose another --out (or create the folder)."
@@ -187,6 +191,13 @@ def main(argv: list[str] | None = None) -> int:
         return _train(args)
     if args.command == "index":
         return _index(args)
+    if args.command == "readme":
+        from dirdp.report import readme
+        try:
+            return readme.main(args.readme, args.results, args.profile, args.check)
+        except readme.ReadmeError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     if args.command == "campaign":
         return _campaign(args)
     if args.command == "bench":
@@ -210,6 +221,14 @@ def main(argv: list[str] | None = None) -> int:
                           channels_last=args.channels_last)
         if args.json:
             print(_json(rows))
+        if args.json_out:  # the committed benchmark the README's per-step table is generated from
+            from pathlib import Path
+
+            from dirdp.provenance import collect
+            import os
+            config = dict(command="python -m dirdp " + " ".join(argv if argv is not None else sys.argv[1:]),
+                          load_average_1min_at_end=os.getloadavg()[0])  # other work on the cores slows every step
+            Path(args.json_out).write_text(_json(dict(rows=rows, provenance=collect(config))) + "\n")
         return 0
 
     record = dict(preset=args.preset)

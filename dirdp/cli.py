@@ -72,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_i.add_argument("--results", default="results")
     p_i.add_argument("--profile", required=True, help="the profile the DAG ran (config/<profile>.yaml)")
     p_i.add_argument("--out", default="results/README.md")
+    p_m = sub.add_parser("readme", help="rewrite the README's generated blocks (its result numbers) from a "
+                                        "profile's result files; --check only compares")
+    p_m.add_argument("--readme", default="README.md")
+    p_m.add_argument("--results", default="results")
+    p_m.add_argument("--profile", default="cpu", help="the profile whose committed results the README cites")
+    p_m.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each block that differs")
     p_b = sub.add_parser("bench", help="per-step time of non-private training vs Algorithm 1, per model")
     p_b.add_argument("--models", nargs="+", choices=["inception", "resnet18", "resnet9", "papernot_cnn"],
                      help="default: inception resnet18 resnet9 (with --campaign: and papernot_cnn)")
@@ -89,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the GPU campaign's table: inception and resnet18 (or --models), non-private / Algorithm 1 / "
                           "DP-SGD, fp32 and bf16 + channels_last, peak memory, and the projected time of a Table-1 "
                           "cell and of the paper profile")
-    p_b.add_argument("--json-out", help="with --campaign: write the rows and projections to this JSON file")
+    p_b.add_argument("--json-out", help="write the rows (with --campaign: and the projections) to this JSON file, with provenance")
     p_b.add_argument("--precisions", nargs="+", default=["fp32", "bf16+cl"], choices=["fp32", "fp32+cl", "bf16", "bf16+cl"],
                      help="with --campaign: fp32 and/or bf16 autocast, each optionally channels_last (+cl)")
     _add_campaign_parser(sub)

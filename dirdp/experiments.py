@@ -157,6 +157,9 @@ class Profile:
     @classmethod
     def from_config(cls, config: dict) -> "Profile":
         """From a Snakemake config dict (a profile YAML, plus any ``--config`` overrides)."""
+        for key in ("objects", "datasets"):
+            if config.get(key) == []:  # not "every one": null (or no key) says that
+                raise ValueError(f"{key}: [] names none; leave {key} out (or null) for every one, or name some.")
         objects = tuple(config.get("objects") or OBJECTS)
         for o in objects:
             get_object(o)
@@ -169,10 +172,11 @@ class Profile:
 
     @classmethod
     def load(cls, path: str | Path) -> "Profile":
-        """A profile YAML on its own, checked against config/schema.yaml (a ValueError naming the key and file)."""
+        """A profile YAML with what it ``extends:`` (as the Snakefile reads it), checked against config/schema.yaml
+        (a ValueError naming the key and file)."""
         from dirdp import profile_schema
 
-        return cls.from_config(profile_schema.validate_file(path))
+        return cls.from_config(profile_schema.load(path))
 
     def active(self) -> list[str]:
         """The objects this profile trains and aggregates, after the data-set restriction."""
@@ -259,6 +263,11 @@ class Profile:
         needed = sorted({OBJECTS[o].dataset for o in self.active()})
         return {d: m for d in needed if (m := dirdp_data.missing_files(d, root))}
 
+    def present_data(self, root=None) -> list[str]:
+        """The data sets of this profile's objects (whatever ``datasets`` restricts it to) that are on disk."""
+        used = {OBJECTS[o].dataset for o in self.objects}
+        return [d for d in dirdp_data.SPECS if d in used and not dirdp_data.missing_files(d, root)]
+
 
 def _selects(entry: dict, run: Run, profile_width: float) -> bool:
     """Whether a campaign queue entry (a filter) selects ``run``."""
@@ -273,13 +282,18 @@ def _selects(entry: dict, run: Run, profile_width: float) -> bool:
     return "width" not in entry or float(entry["width"]) == (run.width or profile_width)
 
 
-def missing_data_message(missing: dict[str, list[Path]], profile: str) -> str:
-    """One message for every missing data set, with the files expected and how to go on."""
+def missing_data_message(missing: dict[str, list[Path]], profile: str, *, present=(), root=None) -> str:
+    """One message for every missing data set, with the files expected and how to go on: run only the data
+    sets ``present`` (on disk), or, where there is none, where the data root is."""
+    root = dirdp_data.data_root(root)
     lines = [f"The '{profile}' profile needs data sets that are not on disk: {', '.join(missing)}."]
     for name, files in missing.items():
         spec = dirdp_data.get_spec(name)
         lines.append(f"\n{name}: expected\n" + "\n".join(f"  {f}" for f in files))
-        lines.append(f"  fetch on a machine with network access: {spec.fetch.replace('<root>', str(dirdp_data.data_root()))}")
-    lines.append("\nPut the files there (or point $DIRDP_DATA at a folder that has them), or restrict the DAG to the "
-                 "data sets you have, e.g. --config 'datasets=[mnist,fashionmnist]'.")
+        lines.append(f"  fetch on a machine with network access: {spec.fetch.replace('<root>', str(root))}")
+    todo = "Put the files there (or point $DIRDP_DATA at a folder that has them)"
+    if present:
+        lines.append(f"\n{todo}, or run only the data sets that are there: --config 'datasets=[{','.join(present)}]'.")
+    else:
+        lines.append(f"\nNone of the data sets this profile uses is under the data root {root}. {todo}.")
     return "\n".join(lines)

@@ -1,9 +1,14 @@
-"""Profiles (``config/<name>.yaml``) checked against ``config/schema.yaml``.
+"""Profiles (``config/<name>.yaml``) checked against ``config/schema.yaml``, and how they inherit.
 
-The Snakefile validates every config file it loads (and the ``--config`` overrides) with
-:func:`validate_file` / :func:`validate` before it builds any job, then the merged config with
-Snakemake's own ``validate``; Python code that loads a profile by itself (``Profile.load``, the
-campaign) calls :func:`validate`. A typo'd key is an error naming the key and the file, never a
+A profile file either declares every key the schema requires (``profile``, ``objects``, ``datasets``,
+``training`` with its ``device``, ``grids``, ``theorem11``, ``audit``, ``explore_kappa``) or says
+``extends: <name>``: then each key it leaves out comes from ``config/<name>.yaml``, mapping by mapping
+(:func:`load`). Nothing is inherited silently: a file that lacks a required key and says no ``extends``
+is an error naming the file, the key and what to do. The Snakefile (:func:`workflow_config`),
+``Profile.load`` and the campaign all read a profile through :func:`load`, so they see the same keys.
+
+Every file and the ``--config`` overrides are checked on their own before any job, then the merged
+config by Snakemake's own ``validate``. A typo'd key is an error naming the key and the file, never a
 silent default::
 
     config/smoke.yaml: training: unknown key 'widht' (did you mean 'width'?); allowed: seeds, width, ...
@@ -18,6 +23,7 @@ from pathlib import Path
 import yaml
 
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "config" / "schema.yaml"
+CONFIG_DIR = SCHEMA_PATH.parent  # where ``extends: <name>`` finds config/<name>.yaml
 
 
 @lru_cache(maxsize=None)
@@ -31,21 +37,31 @@ def _validator(partial: bool):
     from jsonschema import Draft202012Validator
 
     s = dict(schema())
-    if partial:  # an overlay (--config): nothing is required at the top
-        s.pop("required", None)
+    if partial:  # an overlay (--config): nothing is required
+        for key in ("required", "if", "then"):
+            s.pop(key, None)
     Draft202012Validator.check_schema(s)
     return Draft202012Validator(s)
 
 
 def errors(config: dict, *, partial: bool = False) -> list[str]:
     """What is wrong with ``config`` (one line each, ``key.path: problem``); [] if it matches the schema.
-    ``partial``: ``config`` is an overlay, so the top-level ``required`` keys may be absent."""
+    ``partial``: ``config`` is an overlay (``--config``), so no key is required. The keys a profile without
+    ``extends:`` lacks (config/schema.yaml's ``then``) make one line, with what to do."""
     if config is None:
         config = {}
     if not isinstance(config, dict):
         return [f"a profile is a mapping of keys to values, not {type(config).__name__}"]
     found = sorted(_validator(partial).iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    return [_describe(e) for e in found]
+    lacking = [e.validator == "required" and "then" in e.schema_path for e in found]
+    undeclared = [_required_key(e) for e, lacks in zip(found, lacking) if lacks]
+    lines = [_describe(e) for e, lacks in zip(found, lacking) if not lacks]
+    if undeclared:
+        one = len(undeclared) == 1
+        lines.insert(0, f"missing key{'' if one else 's'} {', '.join(map(repr, undeclared))}: declare "
+                        f"{'it' if one else 'them'}, or add `extends: paper` (a profile without `extends:` declares "
+                        f"every key; with it, each key it leaves out comes from {_rel(CONFIG_DIR / 'paper.yaml')})")
+    return lines
 
 
 def validate(config: dict, source: str, *, partial: bool = False) -> None:
@@ -68,11 +84,73 @@ def validate_file(path: str | Path) -> dict:
     return config
 
 
+def load(path: str | Path) -> dict:
+    """A profile file as every reader sees it: validated, and where it says ``extends: <name>``, each key it
+    leaves out taken from ``config/<name>.yaml`` (itself loaded so), mapping by mapping; ``extends`` is
+    resolved away. A ValueError names the file and the key."""
+    return _load(Path(path), frozenset())
+
+
+def _load(path: Path, seen: frozenset) -> dict:
+    config = validate_file(path)
+    parent = config.pop("extends", None)
+    if parent is None:
+        return config
+    base = CONFIG_DIR / f"{parent}.yaml"
+    if not base.is_file():
+        known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p != SCHEMA_PATH))
+        raise ValueError(f"{path}: extends: there is no {_rel(base)}; extend one of the profiles in "
+                         f"{_rel(CONFIG_DIR)}: {known}.")
+    if base.resolve() in seen | {path.resolve()}:
+        raise ValueError(f"{path}: extends: {parent!r} leads back to {path} (a cycle); one of them must declare "
+                         "every key instead.")
+    merged = _inherit(config, _load(base, seen | {path.resolve()}))
+    validate(merged, f"{path} (with what it extends)")
+    return merged
+
+
+def workflow_config(files, overrides: dict) -> dict:
+    """The config a Snakemake run works with: each profile file (:func:`load`), a later one over an earlier
+    one, then the ``--config`` ``overrides`` (checked on their own first)."""
+    validate(overrides, "--config", partial=True)
+    if "extends" in overrides:
+        raise ValueError("--config: extends: a profile file says what it extends (--configfile FILE), not --config.")
+    config: dict = {}
+    for path in dict.fromkeys(str(f) for f in files):
+        config = _overlay(config, load(path))
+    return _overlay(config, overrides)
+
+
+def _inherit(child: dict, parent: dict) -> dict:
+    """``child`` with every key it lacks taken from ``parent``, mapping by mapping (its own order first)."""
+    out = dict(child)
+    for key, value in parent.items():
+        if key not in out:
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(out[key], dict):
+            out[key] = _inherit(out[key], value)
+    return out
+
+
+def _overlay(base: dict, top: dict) -> dict:
+    """``top``'s keys over ``base``'s, mapping by mapping (``base``'s order, then ``top``'s new keys)."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _overlay(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
 def _rel(path: Path) -> str:
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def _required_key(error) -> str:
+    """The dotted path of the key a ``required`` error misses (jsonschema: "'x' is a required property")."""
+    key = error.message.split("'")[1] if error.message.count("'") >= 2 else error.message
+    return ".".join([*(str(p) for p in error.absolute_path), key])
 
 
 def _describe(error) -> str:
@@ -92,7 +170,7 @@ def _describe(error) -> str:
         close = difflib.get_close_matches(str(error.instance), allowed, n=1)
         return (f"{where}: unknown key {error.instance!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
                 + (f"; allowed: {', '.join(map(str, allowed))}" if allowed else ""))
-    if kind in ("anyOf", "oneOf", "pattern") and error.schema.get("title"):
+    if kind in ("anyOf", "oneOf", "pattern", "minItems") and error.schema.get("title"):
         return f"{where}: {error.instance!r} is not {error.schema['title']}"
     return f"{where}: {error.message}"
 

@@ -7,6 +7,7 @@ CSV results start with one comment line ``# provenance: {json}``; read them back
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -17,21 +18,63 @@ from pathlib import Path
 _PREFIX = "# provenance: "
 
 
-def git_commit(cwd: str | Path | None = None) -> str:
-    """HEAD's commit, suffixed "+dirty" when tracked files differ from it. Outside a git checkout (a copy
-    of the tree on a GPU machine) it is ``$DIRDP_GIT_COMMIT``, which ``scripts/gpu_prepare.sh`` records
-    for the campaign (suffixed "+copy": the files were not checked there), else "unknown"."""
+# results/ and figures/ are outputs, not code: writing them does not make a run "dirty". ":(top)": the whole
+# checkout, whichever folder git runs in (the package's own, by default)
+_CODE = ["--", ":(top)", ":(top,exclude)results", ":(top,exclude)figures"]
+
+
+def _git(root: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, check=True, timeout=60).stdout
+
+
+def git_state(cwd: str | Path | None = None, *, diff: bool = True) -> dict:
+    """``{"git_commit": ...}`` (see :func:`git_commit`); when the checkout is dirty also ``dirty_files``, the
+    sorted paths (from the repository's root) of tracked files outside results/ and figures/ that differ from
+    HEAD (``git status --porcelain``; a rename gives both names), and, with ``diff``, ``dirty_diff_sha256``, the
+    SHA-256 of ``git diff --binary HEAD`` over those files: same hash, same changes. A clean checkout, or none,
+    gives the commit alone."""
     root = Path(cwd) if cwd else Path(__file__).resolve().parent
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        # results/ and figures/ are outputs, not code: writing them does not make a run "dirty"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":(top,exclude)results", ":(top,exclude)figures"], cwd=root,
-                               capture_output=True, text=True, check=True)
-    except (OSError, subprocess.CalledProcessError):
+        sha = _git(root, "rev-parse", "HEAD").decode().strip()
+        status = _git(root, "status", "--porcelain", "-z", "--untracked-files=no", *_CODE).decode(errors="replace")
+        files = set()
+        entries = iter(status.split("\0"))
+        for entry in entries:
+            if len(entry) > 3:
+                files.add(entry[3:])
+                if entry[0] in "RC":  # a rename or copy: the original's name follows
+                    files.add(next(entries, ""))
+        files.discard("")
+        if not files:
+            return {"git_commit": sha}
+        state = {"git_commit": sha + "+dirty", "dirty_files": sorted(files)}
+        if diff:
+            patch = _git(root, "diff", "--binary", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+                         "--src-prefix=a/", "--dst-prefix=b/", "HEAD", *_CODE)
+            state["dirty_diff_sha256"] = hashlib.sha256(patch).hexdigest()
+        return state
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
         recorded = os.environ.get("DIRDP_GIT_COMMIT", "").strip()
-        return f"{recorded}+copy" if recorded else "unknown"
-    return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+        return {"git_commit": f"{recorded}+copy" if recorded else "unknown"}
+
+
+def git_commit(cwd: str | Path | None = None) -> str:
+    """HEAD's commit, suffixed "+dirty" when tracked files (outside results/ and figures/) differ from it. Outside
+    a git checkout (a copy of the tree on a GPU machine) it is ``$DIRDP_GIT_COMMIT``, which
+    ``scripts/gpu_prepare.sh`` records for the campaign (suffixed "+copy": the files were not checked there), else
+    "unknown"."""
+    return git_state(cwd, diff=False)["git_commit"]
+
+
+def dirty(prov: dict) -> dict | None:
+    """What a provenance record says of uncommitted code: None when its commit is not "+dirty", else its
+    ``git_commit``, ``dirty_files`` and ``dirty_diff_sha256`` (None where not recorded: files made before
+    they were)."""
+    commit = str(prov.get("git_commit", ""))
+    if "+dirty" not in commit:
+        return None
+    return {"git_commit": commit, "dirty_files": prov.get("dirty_files"),
+            "dirty_diff_sha256": prov.get("dirty_diff_sha256")}
 
 
 def device_name() -> str:
@@ -62,7 +105,7 @@ def collect(config: dict, *, wall_time_s: float | None = None, seed: int | None 
     return {
         "config": config,
         "seed": seed,
-        "git_commit": git_commit(),
+        **git_state(),  # git_commit; dirty_files and dirty_diff_sha256 when it ends in "+dirty"
         "created_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "wall_time_s": None if wall_time_s is None else round(wall_time_s, 3),
         "device": device_name(),

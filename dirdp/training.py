@@ -146,18 +146,21 @@ def load_data(cfg: RunConfig, data_root=None) -> dict[str, Split]:
 def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | None = None, data_root=None,
           progress: bool = True) -> dict:
     """Run Algorithm 1 for ``cfg`` and write the result JSON to ``out`` (resuming from
-    ``<out>.ckpt.pt`` if a checkpoint of the same run is there). Returns the result record."""
+    ``<out>.ckpt.pt`` if a checkpoint of the same run is there). Returns the result record. The method's
+    calibration (an eps below what its accountant can certify: a ValueError) runs first, before any folder,
+    lock or data."""
     out = Path(out)
+    noise = methods.get(cfg.method).calibrate(cfg.eps, cfg.protocol, max_grad_norm=cfg.max_grad_norm)
     check_writable(out)  # before any work: a result that could not be written would be lost with the run
     lock = _lock(out)
     try:
         with _StopRequest() as stop:
-            return _train(cfg, out, data=data, data_root=data_root, progress=progress, stop=stop)
+            return _train(cfg, out, noise, data=data, data_root=data_root, progress=progress, stop=stop)
     finally:
         lock.close()
 
 
-def _train(cfg: RunConfig, out: Path, *, data, data_root, progress: bool, stop: _StopRequest) -> dict:
+def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool, stop: _StopRequest) -> dict:
     ckpt_path = out.with_name(out.name + ".ckpt.pt")
     device = torch.device(cfg.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -165,7 +168,6 @@ def _train(cfg: RunConfig, out: Path, *, data, data_root, progress: bool, stop: 
     spec = get_spec(cfg.dataset)
     data = data if data is not None else load_data(cfg, data_root)
     method = methods.get(cfg.method)
-    noise = method.calibrate(cfg.eps, cfg.protocol, max_grad_norm=cfg.max_grad_norm)
     with loop.isolated_rng(device):
         learner = method.learner(cfg, data, spec, noise)
         prov = provenance.collect(dataclasses.asdict(cfg), seed=cfg.seed)  # the code that runs: taken at the start

@@ -1,7 +1,9 @@
-"""Shared by every rule file: the profile (config/<name>.yaml over config/paper.yaml, already validated
-against config/schema.yaml by the Snakefile), its output folders, its training runs, the papermill command of
-a notebook, the inputs of a job (deps: what triggers a rerun) and the targets of `rule all`. Defines no rule."""
+"""Shared by every rule file: the profile (config/<name>.yaml with what it `extends:`, already validated
+against config/schema.yaml by the Snakefile), its output folders, its training runs, the data sets it lacks (a
+real run stops before any job; a dry run lists them), the papermill command of a notebook, the inputs of a job
+(deps: what triggers a rerun) and the targets of `rule all`. Defines no rule."""
 
+import atexit
 import glob
 import json
 import os
@@ -106,9 +108,26 @@ TRAINING = PROFILE.training
 ON_GPU = str(TRAINING.get("device", "cpu")).startswith("cuda")
 PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "training", "grids", "also_show")}
 
-_missing = PROFILE.missing_data(config.get("data_root"))
-if _missing and RUNS and TRAIN:
-    sys.exit("dirdp: " + missing_data_message(_missing, PROFILE.name))
+# Data sets the profile trains on that are not on disk. Whether this is a dry run is known only once Snakemake
+# executes the DAG (workflow.dryrun), not while it reads the rules: a real run stops in onstart (after the DAG is
+# built, before the first job; --touch runs nothing and goes on), a dry run (-n) shows its plan, then lists them.
+_DATA_ROOT = config.get("data_root")
+_missing = PROFILE.missing_data(_DATA_ROOT) if RUNS and TRAIN else {}
+MISSING_DATA = (missing_data_message(_missing, PROFILE.name, present=PROFILE.present_data(_DATA_ROOT), root=_DATA_ROOT)
+                if _missing else None)
+
+
+@atexit.register
+def _missing_data_after_a_dry_run():
+    if MISSING_DATA and workflow.dryrun:
+        print(f"dirdp: warning: {MISSING_DATA}\nA real run stops before any job while they are missing.",
+              file=sys.stderr)
+
+
+onstart:
+    if MISSING_DATA and not workflow.touch:
+        print(f"dirdp: {MISSING_DATA}\nNo job was started (snakemake -n shows the plan).", file=sys.stderr)
+        sys.exit(2)
 
 
 def papermill(name, params, *, out=None):

@@ -89,6 +89,16 @@ def test_train_without_data_names_the_files(tmp_path):
     assert out.returncode == 2 and "train-images-idx3-ubyte.gz" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_an_infeasible_eps_is_refused_before_the_data_is_looked_for(tmp_path, capsys):
+    # no data anywhere: the calibration's error comes out, not the missing data's (nor a download attempt)
+    out = tmp_path / "runs" / "x.json"
+    assert cli(["train", "--dataset", "cifar10", "--eps", "0.3", "--out", out,
+                "--data-root", tmp_path / "none"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: eps=0.3") and "cifar-10-batches-py" not in err and "Traceback" not in err
+    assert not (tmp_path / "none").exists() and not out.parent.exists()
+
+
 def test_bench_baselines_times_dpsgd_against_algorithm1_on_the_same_model():
     out = run("bench", "--models", "inception", "--width", "0.0625", "--reps", "1", "--baselines", "--json")
     assert out.returncode == 0, out.stderr
@@ -260,6 +270,16 @@ def test_index_refuses_a_missing_out_folder_and_an_unknown_profile(tmp_path, cap
     line = one_error_line(capsys.readouterr().err)
     assert "config/nonsense.yaml" in line and "cpu, gpu, paper, quick, smoke" in line
     assert not (tmp_path / "README.md").exists()
+
+
+def test_index_refuses_a_results_folder_that_does_not_exist(tmp_path, capsys):
+    missing = tmp_path / "nowhere"
+    assert cli(["index", "--results", missing, "--profile", "cpu", "--out", tmp_path / "README.md"]) == 2
+    assert f"--results {missing}: the folder does not exist" in one_error_line(capsys.readouterr().err)
+    (tmp_path / "afile").write_text("")
+    assert cli(["index", "--results", tmp_path / "afile", "--profile", "cpu", "--out", tmp_path / "README.md"]) == 2
+    assert "the folder is a file, not a folder" in one_error_line(capsys.readouterr().err)
+    assert not missing.exists() and not (tmp_path / "README.md").exists()
 
 
 @pytest.mark.parametrize("flags,match", [

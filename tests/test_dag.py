@@ -1,10 +1,12 @@
-"""The Snakemake DAG: every paper object is a target, missing data stops it with one message, the
-SLURM profile resolves, and a smoke profile runs end to end on MNIST (then reruns nothing, and after
-losing a run redoes only that run). Every output of a profile lies in its own folders (results/<profile>/,
-figures/<profile>/, results/runs/<profile>/, logs in results/logs/), so the smoke run leaves the committed
-cpu-profile results byte for byte; a fresh clone (files written in any order) plans no job. The workflow's
-layout: the Snakefile includes the rule files of rules/, every rule has a docstring, and every profile
-matches config/schema.yaml (a typo'd key stops the DAG, naming the key and the file)."""
+"""The Snakemake DAG: every paper object is a target, missing data is listed after a dry run's plan and stops a
+real run before any job (with the data sets that are there as the way on), the SLURM profile resolves, and a
+smoke profile runs end to end on MNIST (then reruns nothing, and after losing a run redoes only that run). Every
+output of a profile lies in its own folders (results/<profile>/, figures/<profile>/, results/runs/<profile>/,
+logs in results/logs/), so the smoke run leaves the committed cpu-profile results byte for byte; a fresh clone
+(files written in any order) plans no job. The workflow's layout: the Snakefile includes the rule files of
+rules/, every rule has a docstring, and every profile matches config/schema.yaml (a typo'd key stops the DAG,
+naming the key and the file); a profile inherits only what it says it `extends:`, and one lacking a key without
+it stops the DAG, naming the file and the key."""
 
 import hashlib
 import json
@@ -87,14 +89,64 @@ def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
     assert jobs["train"] == len(paper.all_runs()) == 1370
 
 
-def test_missing_data_stops_the_dag_with_one_message_listing_files(tmp_path):
-    proc = snakemake("-n", "--configfile", "config/paper.yaml", data=tmp_path, check=False)
-    assert proc.returncode != 0
+def data_root_with(root: Path, *names: str) -> Path:
+    """A data root holding (empty) files of data sets ``names``: what the DAG's check for missing data looks at."""
+    for name in names:
+        for rel in dirdp_data.get_spec(name).files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).touch()
+    return root
+
+
+def test_missing_data_a_dry_run_shows_the_plan_and_lists_what_is_missing(tmp_path):
+    proc = snakemake("-n", "-q", "rules", "--configfile", "config/paper.yaml", data=tmp_path, check=False)
     out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert job_counts(proc.stdout)["train"] == 1370  # the plan
+    assert "dirdp: warning: The 'paper' profile needs data sets that are not on disk" in out
     for name in ("cifar10", "svhn", "dermamnist", "mnist", "fashionmnist"):
         assert f"\n{name}: expected" in out
     assert str(tmp_path / "cifar-10-batches-py" / "data_batch_1") in out
-    assert "datasets=[" in out and "Traceback" not in out
+    assert f"None of the data sets this profile uses is under the data root {tmp_path}" in out
+    assert "datasets=[" not in out and "A real run stops before any job" in out and "Traceback" not in out
+
+
+def test_missing_data_stops_a_real_run_before_any_job(tmp_path):
+    work = copy_workflow(tmp_path / "work")
+    root = data_root_with(tmp_path / "data", "mnist")
+    proc = snakemake("--cores", "1", "--configfile", "config/quick.yaml", cwd=work, data=root, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2, out
+    assert "dirdp: The 'quick' profile needs data sets that are not on disk: fashionmnist." in out
+    assert str(root / "FashionMNIST" / "raw" / "train-images-idx3-ubyte.gz") in out
+    assert "run only the data sets that are there: --config 'datasets=[mnist]'" in out  # what is there, not missing
+    assert "No job was started" in out and "Traceback" not in out
+    assert not (work / "results").exists() and "rule train" not in out and "localrule" not in out
+
+
+def test_the_missing_data_advice_names_the_data_sets_that_are_there(tmp_path):
+    from dirdp.experiments import missing_data_message
+
+    root = data_root_with(tmp_path, "mnist", "fashionmnist")
+    for datasets in (None, ["cifar10", "svhn"]):  # the advice is what can run, whatever `datasets` asked for
+        prof = Profile.from_config({"profile": "paper", "datasets": datasets})
+        missing = prof.missing_data(root)
+        assert "mnist" not in missing and "cifar10" in missing
+        text = missing_data_message(missing, "paper", present=prof.present_data(root), root=root)
+        assert text.endswith("--config 'datasets=[mnist,fashionmnist]'.")
+    assert Profile.from_config({"profile": "smoke", "objects": ["table2_mnist"]}).present_data(root) == ["mnist"]
+
+
+@pytest.mark.parametrize("override", ["datasets=[]", "objects=[]"])
+def test_an_empty_list_of_data_sets_or_objects_is_an_error_not_every_one(override, tiny_root):
+    key = override.split("=")[0]
+    proc = snakemake("-n", "--configfile", "config/smoke.yaml", "--config", override, data=tiny_root, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2
+    assert f"--config: {key}: [] is not a non-empty list" in out and f"leave {key} out of --config" in out
+    assert "Traceback" not in out and "Building DAG" not in out
+    with pytest.raises(ValueError, match=f"leave {key} out"):
+        Profile.from_config({"profile": "smoke", key: []})
 
 
 def test_datasets_config_restricts_the_dag(mirror_root):
@@ -264,15 +316,87 @@ def test_every_rule_has_a_docstring(tiny_root):
 
 @pytest.mark.parametrize("name", PROFILES)
 def test_committed_profile_matches_the_schema(name):
-    from snakemake.common.configfile import load_configfile
-    from snakemake.utils import update_config, validate
+    from snakemake.utils import validate
 
     path = REPO / "config" / f"{name}.yaml"
-    profile_schema.validate_file(path)  # the profile on its own (what Profile.load and the campaign read)
+    profile_schema.validate_file(path)  # the file on its own
     validate(yaml.safe_load(path.read_text()), str(REPO / "config/schema.yaml"), set_default=False)
-    merged = load_configfile(str(REPO / "config/paper.yaml"))  # what the Snakefile sees: paper.yaml, then it
-    update_config(merged, load_configfile(str(path)))
-    validate(merged, str(REPO / "config/schema.yaml"), set_default=False)
+    # what the Snakefile, Profile.load and the campaign read: the file with what it extends
+    validate(profile_schema.load(path), str(REPO / "config/schema.yaml"), set_default=False)
+
+
+@pytest.mark.parametrize("name", PROFILES)
+def test_a_committed_profile_reads_as_the_dag_read_it_when_paper_yaml_lay_under_every_profile(name):
+    # before `extends:`, the Snakefile merged config/paper.yaml under every profile: the same keys, values and
+    # order (the papermill parameters are JSON of them), so the same jobs with the same params
+    from snakemake.common.configfile import load_configfile
+    from snakemake.utils import update_config
+
+    path = str(REPO / "config" / f"{name}.yaml")
+    before = load_configfile(path)  # Snakemake's order: the profile's keys, then paper.yaml's other keys
+    update_config(before, load_configfile(str(REPO / "config/paper.yaml")))
+    update_config(before, load_configfile(path))
+    before.pop("extends", None)
+    assert json.dumps(profile_schema.load(path)) == json.dumps(before)
+
+
+def _without(config: dict, dotted: str) -> dict:
+    config = json.loads(json.dumps(config))
+    *parents, key = dotted.split(".")
+    inner = config
+    for p in parents:
+        inner = inner[p]
+    del inner[key]
+    return config
+
+
+@pytest.mark.parametrize("key", ["training.device", "theorem11", "grids", "datasets"])
+def test_a_profile_missing_a_required_key_without_extends_is_an_error_naming_file_and_key(tmp_path, key):
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(_without(yaml.safe_load((REPO / "config/smoke.yaml").read_text()), key)))
+    from dirdp import campaign
+
+    for read in (profile_schema.load, Profile.load, campaign.load_profile):
+        with pytest.raises(ValueError) as err:
+            read(path)
+        assert f"{path}: missing key {key!r}: declare it, or add `extends: paper`" in str(err.value)
+
+
+def test_a_profile_without_device_or_extends_stops_the_dag_before_any_job(tmp_path, tiny_root):
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(_without(yaml.safe_load((REPO / "config/smoke.yaml").read_text()),
+                                            "training.device")))
+    proc = snakemake("-n", "--configfile", str(path), data=tiny_root, check=False)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 2
+    assert f"{path}: missing key 'training.device': declare it, or add `extends: paper`" in out
+    assert "Traceback" not in out and "Building DAG" not in out
+
+
+def test_a_profile_that_extends_paper_takes_each_key_it_leaves_out_everywhere_alike(tmp_path, tiny_root):
+    path = tmp_path / "mine.yaml"
+    path.write_text("profile: mine\nextends: paper\nobjects: [table2_mnist]\ndatasets: [mnist]\n"
+                    "training: {seeds: 1, width: 0.25, device: cpu}\ngrids: {table2_mnist: {eps: [1], baselines: {}}}\n")
+    paper = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+    config = profile_schema.load(path)
+    assert "extends" not in config and config["theorem11"] == paper["theorem11"] and config["audit"] == paper["audit"]
+    assert config["training"] == {"seeds": 1, "width": 0.25, "device": "cpu", "threads": 4, "eval_every": 1000}
+    from dirdp import campaign
+
+    assert Profile.load(path).training == campaign.load_profile(path).training == config["training"]
+    proc = snakemake("results/runs/mine/mnist/alg1_eps1_seed0.json", "-n", "-p", "--cores", "4", "--configfile",
+                     str(path), data=tiny_root)
+    assert "--width 0.25 --device cpu --eval-every 1000 --threads 4" in proc.stdout
+
+
+def test_extends_names_a_profile_of_config_and_only_a_profile_file_says_it(tmp_path, tiny_root):
+    path = tmp_path / "mine.yaml"
+    path.write_text("profile: mine\nextends: papr\n")
+    with pytest.raises(ValueError, match=f"{path}: extends: there is no config/papr.yaml; .*: cpu, gpu, paper"):
+        profile_schema.load(path)
+    proc = snakemake("-n", "--configfile", "config/smoke.yaml", "--config", "extends=paper", data=tiny_root,
+                     check=False)
+    assert proc.returncode == 2 and "--config: extends: a profile file says what it extends" in proc.stderr
 
 
 def test_every_profile_file_is_one_of_the_committed_profiles():

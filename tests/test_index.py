@@ -88,3 +88,44 @@ def test_every_link_of_the_committed_indexes_resolves():
     assert "[`results/cpu/README.md`](cpu/README.md)" in top
     for link in re.findall(r"\]\(([^)#]+)\)", top):
         assert (root / "results" / link).exists(), link
+
+
+def _run_json(path, git_commit, **dirty):
+    """A minimal result JSON of one run whose provenance records ``git_commit`` (and ``dirty``'s fields)."""
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prov = dict(config=dict(lr=0.1, optimizer="sgd", train_subset=None), device="cpu", git_commit=git_commit, **dirty)
+    path.write_text(json.dumps(dict(dataset="mnist", method="alg1", eps_target=1.0, seed=0, q=0.1, alpha=3.0, steps=10,
+                                    width=0.25, width_label="reduced width (0.25x channels)", rstar=0.2, epsilon=1.0,
+                                    test_accuracy=90.0, wall_time_s=60.0, provenance=prov)))
+
+
+def test_results_of_uncommitted_code_are_flagged(tmp_path, monkeypatch):
+    from dirdp import provenance
+    from dirdp.report import runs
+
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "results" / "cpu"
+    folder.mkdir(parents=True)
+    mnist = tmp_path / "results/runs/cpu/mnist"
+    _run_json(mnist / "alg1_eps1_seed0.json", "abc")
+    _run_json(mnist / "alg1_eps2_seed0.json", "bea48a2+dirty")  # made before the dirty files were recorded
+    _run_json(mnist / "alg1_epsinf_seed0.json", "def+dirty", dirty_files=["dirdp/loop.py"], dirty_diff_sha256="f" * 64)
+    t6 = pd.DataFrame(dict(dataset=["cifar10"], eps=[1.0], rstar=[0.2], paper_rstar=[0.2], status=["match"]))
+    provenance.write_csv(t6, folder / "table6.csv", {"config": {"runs": ["results/runs/cpu/mnist/alg1_eps2_seed0.json"]},
+                                                     "git_commit": "abc"})
+    provenance.write_csv(t6, folder / "extra.csv", {"config": {}, "git_commit": "ghi+dirty"})
+    text = index.write_index(results="results/cpu", profile="cpu", out="results/cpu/README.md").read_text()
+    (t6_row,) = [r for r in text.splitlines() if r.startswith("| Table 6 |")]
+    assert "**+dirty**: made with uncommitted code" in t6_row
+    section = text.split("## Uncommitted code")[1]
+    assert ("| [`results/runs/cpu/mnist/alg1_eps2_seed0.json`](../runs/cpu/mnist/alg1_eps2_seed0.json) | "
+            "`bea48a2+dirty` | not recorded | not recorded | `table6.csv` |") in section
+    assert f"| `def+dirty` | `dirdp/loop.py` | `{'f' * 64}` | - |" in section
+    assert "| [`results/cpu/extra.csv`](extra.csv) | `ghi+dirty` | not recorded | not recorded | - |" in section
+    assert "alg1_eps1_seed0" not in section
+    summary = runs.collect("results/runs/cpu")  # the runs summary says so too
+    assert summary.dirty.tolist() == [False, True, True]
+    assert summary.dirty_files.tolist()[1:] == ["not recorded", "dirdp/loop.py"]
+    assert summary.dirty_diff_sha256.tolist()[1:] == ["not recorded", "f" * 64]

@@ -24,14 +24,15 @@ SMOKE_TRAINING = dict(device="cpu", width=0.0625, steps=4, q=0.05, train_subset=
 
 
 def load_profile(config: str | Path, *, smoke: bool = False, overrides: dict | None = None) -> Profile:
-    """The profile of ``config`` (a profile YAML), with ``overrides`` of its ``training`` block; ``smoke``
+    """The profile of ``config`` (a profile YAML, with what it ``extends:``, as the Snakefile reads it), with
+    ``overrides`` of its ``training`` block; ``smoke``
     turns every run into a 4-step CPU run on a small training subset (:data:`SMOKE_TRAINING`)."""
     from dirdp import profile_schema
 
     path = Path(config)
     if not path.exists():
         raise ValueError(f"no profile {path}: give a config/<profile>.yaml (e.g. config/gpu.yaml).")
-    cfg = profile_schema.validate_file(path)
+    cfg = profile_schema.load(path)
     training = dict(cfg.get("training") or {})
     if smoke:
         training.update(SMOKE_TRAINING)

@@ -17,6 +17,7 @@ import pandas as pd
 from dirdp import provenance
 from dirdp.experiments import OBJECTS
 from dirdp.protocol import fmt_eps, parse_eps
+from dirdp.report.runs import read_run, run_files
 
 HEAD = """# Results index
 
@@ -149,6 +150,57 @@ def _fixed_rows(results: Path, profile: str, figures: str | None = None) -> list
     return rows
 
 
+DIRTY_HEAD = """## Uncommitted code
+
+Result files whose provenance records a commit ending in `+dirty`: the code that made them differed from that commit
+(tracked files outside `results/` and `figures/`), so no commit holds it exactly. Their provenance also records which
+files differed (`dirty_files`) and the SHA-256 of `git diff --binary HEAD` over them (`dirty_diff_sha256`: equal
+hashes, equal changes); files made before these were recorded say *not recorded*. The objects above made from them
+are marked **+dirty**.
+"""
+
+
+def _dirty_results(results: Path, profile: str, out: Path) -> tuple[list[str], set[str]]:
+    """The section listing every result file of the profile made from uncommitted code (its CSVs, the runs they
+    read and the profile's runs), and the names of the CSVs to mark: made so, or from such a run."""
+    repo = results.parent.parent
+    found, used_by = {}, {}
+    for path in sorted(results.glob("*.csv")):
+        try:
+            _, prov = provenance.read_csv(path)
+        except ValueError:  # not a result table (no provenance line)
+            continue
+        if note := provenance.dirty(prov):
+            found[path] = note
+        for run in (prov.get("config") or {}).get("runs") or []:
+            used_by.setdefault((repo / run).resolve(), []).append(path.name)
+    for path in sorted({*(p.resolve() for p in run_files(repo / "results" / "runs" / profile)),
+                        *(p for p in used_by if p.exists())}):
+        if note := read_run(path)["dirty"]:
+            found[path] = note
+    marked = {p.name for p in found if p.suffix == ".csv"}
+    lines = [DIRTY_HEAD, "| file | commit | dirty files | diff SHA-256 | used by |", "|---|---|---|---|---|"]
+    for path, note in found.items():
+        uses = used_by.get(path.resolve(), [])
+        marked |= set(uses)
+        link, name = (os.path.relpath(path, where).replace(os.sep, "/") for where in (out.parent, repo))
+        files = note["dirty_files"]
+        lines.append(f"| [`{name}`]({link}) | `{note['git_commit']}` | "
+                     + ("not recorded" if files is None else ", ".join(f"`{f}`" for f in files) or "none") + " | "
+                     + (f"`{note['dirty_diff_sha256']}`" if note["dirty_diff_sha256"] else "not recorded") + " | "
+                     + (", ".join(f"`{u}`" for u in sorted(set(uses))) or "-") + " |")
+    if not found:
+        lines = [DIRTY_HEAD, "None: every result file here records a committed, unmodified code state."]
+    return lines, marked
+
+
+def _mark(row: str, marked: set[str]) -> str:
+    """``row`` of the objects table with **+dirty** added when a CSV it links is marked."""
+    if not any(f"({name})" in row for name in marked):
+        return row
+    return row[:-2] + "; **+dirty**: made with uncommitted code (see *Uncommitted code* below) |"
+
+
 def write_index(*, results: str | Path = "results", profile: str, out: str | Path | None = None) -> Path:
     """Write the index of every object in ``results`` (the profile's folder, ``results/<profile>``) for a DAG run of
     ``profile`` to ``out`` (default: ``<results>/README.md``), and, when that is ``results/<profile>/README.md``,
@@ -176,8 +228,10 @@ def write_index(*, results: str | Path = "results", profile: str, out: str | Pat
         row, lines = _object_section(name, table, profile)
         rows.append(row)
         sections += lines
+    dirty, marked = _dirty_results(results, profile, out)
+    rows = [_mark(r, marked) for r in rows]
     text = HEAD.format(profile=profile, commit=provenance.git_commit()) + "\n## Objects\n\n" + "\n".join(rows)
-    text += "\n\n## Cells, ours beside the paper\n\n" + "\n".join(sections) + "\n"
+    text += "\n\n## Cells, ours beside the paper\n\n" + "\n".join(sections) + "\n" + "\n".join(dirty) + "\n"
     out.write_text(text)
     if results.name == profile and out.resolve() == (results / "README.md").resolve():
         write_top_index(results.parent)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dirdp import paper
+from dirdp import paper, provenance
 from dirdp.presets import get_preset
 from dirdp.protocol import parse_eps
 
@@ -25,7 +25,9 @@ MAIN_TABLE = {"cifar10": "table1_cifar10", "mnist": "table2_mnist", "dermamnist"
 def read_run(path: str | Path) -> dict:
     """The fields of one result JSON that the tables need (provenance stays in the file): what ran (data set,
     method, eps, seed, q, alpha, lr, optimizer, steps, width), its r* and certified epsilon, test and validation
-    accuracy, ``protocol`` (the paper's, or reduced, and how), the accuracy curve as (step, accuracy) pairs."""
+    accuracy, ``protocol`` (the paper's, or reduced, and how), the accuracy curve as (step, accuracy) pairs, and
+    ``dirty``: None, or when its commit ends in "+dirty" what the file records of the uncommitted code
+    (:func:`dirdp.provenance.dirty`)."""
     rec = json.loads(Path(path).read_text())
     cfg = rec["provenance"]["config"]
     preset = get_preset(rec["dataset"])
@@ -42,8 +44,14 @@ def read_run(path: str | Path) -> dict:
         protocol=("LATENT protocol (local DP)" if rec.get("method") == "latent" else "paper protocol" if not reduced
                   else "reduced protocol (" + ", ".join(reduced) + ")"),
         width_label=rec["width_label"], device=rec["provenance"]["device"],
-        git_commit=rec["provenance"]["git_commit"], wall_time_s=rec["wall_time_s"],
+        git_commit=rec["provenance"]["git_commit"], dirty=provenance.dirty(rec["provenance"]),
+        wall_time_s=rec["wall_time_s"],
         curve=[tuple(point) for point in rec.get("accuracy_curve") or []],
+        # the baselines' own privacy fields (None for the other methods): DP-SGD's second accountant and sigma,
+        # LATENT's exact LDP loss (worst case, and the median over pairs of real records) and string length
+        epsilon_prv=rec.get("epsilon_prv"), noise_multiplier=rec.get("noise_multiplier"),
+        eps_ldp_worst_case=rec.get("eps_ldp_worst_case"), eps_pair_median=rec.get("eps_pair_median"),
+        latent_string_length=(rec.get("latent") or {}).get("string_length"),
     )
 
 
@@ -56,7 +64,8 @@ def collect(root: str | Path = "results/runs") -> pd.DataFrame:
     """One row per run: protocol, r*, certified epsilon, accuracy, time, and, for a run of the
     data set's default protocol (SGD, alpha = 3, the paper's gamma), the paper's value for that
     (data set, eps) cell with the difference. Width is shown, never hidden: a reduced-width run is
-    compared with the paper's full-width number as such."""
+    compared with the paper's full-width number as such. A run of uncommitted code has ``dirty`` True, with its
+    ``dirty_files`` (joined by ";") and ``dirty_diff_sha256``, "not recorded" in files made before they were."""
     rows = []
     for path in run_files(root):
         run = read_run(path)
@@ -73,8 +82,17 @@ def collect(root: str | Path = "results/runs") -> pd.DataFrame:
             steps=run["steps"], rstar=run["rstar"], certified_eps=run["certified_eps"], test_accuracy=run["test"],
             paper_accuracy=mean, paper_std=std, diff=None if mean is None else round(run["test"] - mean, 2),
             wall_time_min=round(run["wall_time_s"] / 60, 1), device=run["device"], git_commit=run["git_commit"],
+            **_dirty_columns(run["dirty"]),
         ))
     return pd.DataFrame(rows)
+
+
+def _dirty_columns(dirty: dict | None) -> dict:
+    if dirty is None:
+        return dict(dirty=False, dirty_files=None, dirty_diff_sha256=None)
+    files = dirty["dirty_files"]
+    return dict(dirty=True, dirty_files="not recorded" if files is None else ";".join(files),
+                dirty_diff_sha256=dirty["dirty_diff_sha256"] or "not recorded")
 
 
 def curves(root: str | Path = "results/runs") -> pd.DataFrame:

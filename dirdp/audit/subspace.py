@@ -1,0 +1,248 @@
+"""The subspace canary test: a white-box distinguishing audit of Algorithm 1 on the paper's own model
+families (issue 17), with DP-SGD at the same claimed epsilon as the control.
+
+One step of Algorithm 1 moves the parameters by -lr/|B| sum_{i in B} J_i^T g_i, where J_i is the
+[d x P] Jacobian of record i's logits at theta_t and g_i its logit gradient, random through the
+Dirichlet sample. The mechanism's randomness therefore lives only inside span{J_i^T}. DP must hold for
+every pair of neighbouring data sets, so the auditor picks D with n d << P.
+
+**The statistic** (both adjacencies). World 0 is D (n records), world 1 its neighbour: add/remove,
+D + c; replace-one, D with its record r swapped for the canary c. At every step t the auditor (white
+box: it sees every iterate) evaluates the Jacobians of *all* records of D at the observed theta_t (not
+only the sampled ones, which it cannot see), takes an orthonormal basis Q_t of
+
+    S_t = span{J_i(theta_t)^T : i in D}    (Householder QR of the stacked [n d x P] Jacobian, float64)
+
+and computes rho_t = ||(I - Q_t Q_t^T)(theta_{t+1} - theta_t)||, with the projection applied twice
+(re-orthogonalised). The test statistic is max_t rho_t, and "canary in" means "statistic above a
+threshold" chosen on the first half of each world's trials
+(:func:`dirdp.audit.stats.audit_threshold`). For replace-one, D contains r: S_t is the span over
+the records both worlds share *plus* r's own d rows, so world 0's update lies in S_t, while world 1's
+residual is the canary's J_c^T g_c with the shared records and r projected out. In world 0,
+Algorithm 1's rho_t is at round-off. In world 1 it is non-zero almost surely at every step that
+samples c. Steps with an empty Poisson batch make no update (Algorithm 1) and are skipped.
+DP-SGD's noise fills all of R^P, so rho_t is dominated by noise in both worlds.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, grad, jacrev, vmap
+
+from dirdp.audit.stats import audit_threshold, epsilon_lower_bound
+from dirdp.audit.subspace_setup import (ADJACENCIES, METHODS, Claim, audit_model, claim, load_problem,
+                                        model_label)
+
+
+def flat(tensors) -> torch.Tensor:
+    """The tensors' entries as one float64 vector (parameter order)."""
+    return torch.cat([t.detach().reshape(-1).double() for t in tensors])
+
+
+def jacobian_rows(model: torch.nn.Module, x: torch.Tensor, *, chunk_size: int = 16) -> torch.Tensor:
+    """[len(x) d, P] float64: row (i, k) is d z_k(x_i) / d theta at the model's parameters, one record at a
+    time (``functional_call`` on x_i alone, so no record sees another), parameters in ``model.parameters()``
+    order."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = dict(model.named_buffers())
+
+    def logits(p, xi):
+        return functional_call(model, (p, buffers), (xi[None],))[0]
+
+    jac = vmap(jacrev(logits), in_dims=(None, 0), chunk_size=chunk_size)(params, x)
+    n, d = len(x), next(iter(jac.values())).shape[1]
+    return torch.cat([jac[k].reshape(n, d, -1) for k in params], 2).reshape(n * d, -1).double()
+
+
+def span_basis(rows: torch.Tensor) -> torch.Tensor:
+    """[P, m] orthonormal basis (Householder QR, float64) whose span contains that of ``rows``' m rows. A
+    rank-deficient ``rows`` only adds directions, which shrinks the complement; it never lets the span leak."""
+    return torch.linalg.qr(rows.double().T, mode="reduced")[0]
+
+
+def residual_norm(basis: torch.Tensor, u: torch.Tensor) -> float:
+    """||(I - Q Q^T) u||, projected twice (classical Gram-Schmidt twice is enough)."""
+    res = u - basis @ (basis.T @ u)
+    return float((res - basis @ (basis.T @ res)).norm())
+
+
+def _dpsgd_grad(model, x, y, c: Claim, *, expected_batch: float, max_grad_norm: float, generator):
+    """DP-SGD's step direction: per-example gradients clipped to ``max_grad_norm``, summed, plus
+    N(0, sigma^2 C^2) noise, divided by the expected batch size q n (a constant of the protocol)."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    total = [torch.zeros_like(v) for v in params.values()]
+    if len(x):
+        buffers = dict(model.named_buffers())
+
+        def loss(p, xi, yi):
+            return F.cross_entropy(functional_call(model, (p, buffers), (xi[None],)), yi[None])
+
+        per = vmap(grad(loss), in_dims=(None, 0, 0))(params, x, y)
+        norms = torch.sqrt(sum((g.reshape(len(x), -1) ** 2).sum(1) for g in per.values()))
+        scale = (max_grad_norm / (norms + 1e-12)).clamp(max=1.0)
+        total = [(g * scale.view(-1, *[1] * (g.dim() - 1))).sum(0) for g in per.values()]
+    return [(t + c.sigma * max_grad_norm * torch.randn(t.shape, generator=generator, dtype=t.dtype)) / expected_batch
+            for t in total]
+
+
+def sgd_update(model, x, y, c: Claim, *, expected_batch: float, max_grad_norm: float = 1.0,
+               generator: torch.Generator) -> torch.Tensor | None:
+    """One SGD step (lr = ``c.lr``) of ``c.method`` on the batch (x, y), applied to ``model``; returns the
+    observed theta_{t+1} - theta_t (float64, from the stored iterates), or None for Algorithm 1's empty
+    batch (no update). Algorithm 1: the batch-mean Dirichlet loss at r (:func:`dirdp.mechanism.dirichlet_nll`)."""
+    from dirdp.mechanism import dirichlet_nll
+
+    params = list(model.parameters())
+    before = flat(params)
+    if c.method == "alg1":
+        if not len(x):
+            return None
+        loss = dirichlet_nll(model(x), y, r=c.r, alpha=c.alpha, generator=generator)
+        grads = torch.autograd.grad(loss, params)
+    else:
+        grads = _dpsgd_grad(model, x, y, c, expected_batch=expected_batch, max_grad_norm=max_grad_norm,
+                            generator=generator)
+    with torch.no_grad():
+        for p, g in zip(params, grads):
+            p.add_(g, alpha=-c.lr)  # what torch.optim.SGD does
+    return flat(params) - before
+
+
+def _seed(*parts: int) -> int:
+    return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
+
+
+def _run_world(base, problem, c: Claim, adjacency: str, world: int, *, basis0, dtype, max_grad_norm, generator):
+    """One training of T steps on ``world``: (max_t rho_t, max_t rho_t / ||update_t||, canary sampled)."""
+    from dirdp.sampling import PoissonSampler
+
+    x, y, canary = problem.world(adjacency, world)
+    x, d_x = x.to(dtype), problem.x.to(dtype)
+    model = copy.deepcopy(base)
+    sampler = PoissonSampler(len(y), c.q, generator=generator)
+    stat = rel = 0.0
+    sampled, moved = False, False
+    for _ in range(c.steps):
+        idx = sampler.sample()
+        if c.method == "alg1" and not len(idx):
+            continue  # no update: nothing to observe
+        basis = basis0 if not moved else span_basis(jacobian_rows(model, d_x))  # S_t at theta_t
+        u = sgd_update(model, x[idx], y[idx], c, expected_batch=c.q * len(problem.y), max_grad_norm=max_grad_norm,
+                       generator=generator)
+        moved = True
+        rho = residual_norm(basis, u)
+        stat, rel = max(stat, rho), max(rel, rho / max(float(u.norm()), 1e-300))
+        sampled = sampled or bool((idx == canary).any())
+    return stat, rel, sampled
+
+
+def subspace_residuals(model_name: str = "papernot_cnn", width: float = 1.0, *, methods=METHODS,
+                       adjacencies=ADJACENCIES, q: float = 1.0, steps: int = 1, trials: int = 100,
+                       n_records: int = 20, seed: int = 0, eps: float = 1.0, preset: str = "mnist",
+                       r: float | None = None, lr: float | None = None, max_grad_norm: float = 1.0,
+                       dtype: torch.dtype = torch.float64, problem=None, root=None) -> dict:
+    """The per-trial statistics of both worlds, for every (method, adjacency), ``trials`` trainings per world
+    of T = ``steps`` steps at rate ``q`` (one fresh initialisation per trial index, drawn from ``seed``; the
+    trial's theta_0 and S_0 are shared by its worlds, methods and adjacencies, each run has its own
+    Poisson, Dirichlet and noise randomness). ``problem``: a :class:`SubspaceProblem` (default: ``n_records``
+    MNIST training images and a test-image canary, :func:`load_problem`).
+
+    Returns {"claims": {method: Claim}, "problem", "model", "n_params", "span_dim", "max_grad_norm", "trials",
+    "span_time_s" (Jacobians + QR at theta_0, all trials), "wall_time_s", and (method, adjacency): dict of
+    ``world0``/``world1`` (the statistic, [trials] float64), ``rel0``/``rel1`` (relative to the update's
+    norm), ``sampled1`` (the canary was in some batch of world 1) and ``step_time_s``}."""
+    t_start = time.perf_counter()
+    problem = load_problem(n_records, seed=seed, root=root) if problem is None else problem
+    claims = {m: claim(m, q=q, steps=steps, eps=eps, preset=preset, r=r, lr=lr) for m in methods}
+    for a in adjacencies:
+        problem.world(a, 1)  # checks the name
+    keys = [(m, a) for m in methods for a in adjacencies]
+    acc = {k: dict(world0=[], world1=[], rel0=[], rel1=[], sampled1=[], step_time_s=0.0) for k in keys}
+    span_time, n_params, span_dim = 0.0, 0, 0
+    for t in range(trials):
+        base = audit_model(model_name, width, seed=_seed(seed, t, 7), dtype=dtype)
+        t0 = time.perf_counter()
+        rows = jacobian_rows(base, problem.x.to(dtype))
+        basis0 = span_basis(rows)
+        span_time += time.perf_counter() - t0
+        n_params, span_dim = rows.shape[1], rows.shape[0]
+        for m, a in keys:
+            t0 = time.perf_counter()
+            for w in (0, 1):
+                gen = torch.Generator().manual_seed(_seed(seed, t, METHODS.index(m), ADJACENCIES.index(a), w))
+                stat, rel, sampled = _run_world(base, problem, claims[m], a, w, basis0=basis0, dtype=dtype,
+                                                max_grad_norm=max_grad_norm, generator=gen)
+                acc[(m, a)][f"world{w}"].append(stat)
+                acc[(m, a)][f"rel{w}"].append(rel)
+                if w:
+                    acc[(m, a)]["sampled1"].append(sampled)
+            acc[(m, a)]["step_time_s"] += time.perf_counter() - t0
+    out = dict(claims=claims, problem=problem, model=model_label(model_name, width), n_params=n_params,
+               span_dim=span_dim, max_grad_norm=max_grad_norm, trials=trials, span_time_s=span_time,
+               wall_time_s=time.perf_counter() - t_start)
+    for k, v in acc.items():
+        out[k] = {name: (torch.tensor(val, dtype=torch.bool if name == "sampled1" else torch.float64)
+                         if isinstance(val, list) else val) for name, val in v.items()}
+    return out
+
+
+def _quantiles(prefix: str, values: torch.Tensor) -> dict:
+    qs = torch.quantile(values, torch.tensor([0.0, 0.5, 1.0], dtype=values.dtype)).tolist()
+    return {f"{prefix}_min": qs[0], f"{prefix}_median": qs[1], f"{prefix}_max": qs[2]}
+
+
+def audit_rows(res: dict) -> list[dict]:
+    """One row per (method, adjacency) of :func:`subspace_residuals`' output: the held-out epsilon lower
+    bound (Clopper-Pearson, 95%), the trial-count ceiling (the bound with no error on the held-out half),
+    for q < 1 the exact limit of any test that needs the canary sampled (:func:`never_sampled_bound`), and
+    the statistic's quantiles in both worlds."""
+    from dirdp.audit.canary import never_sampled_bound
+
+    rows = []
+    for key, v in res.items():
+        if not isinstance(key, tuple):
+            continue
+        method, adjacency = key
+        c = res["claims"][method]
+        # thresholds halfway in log10: the statistic spans many orders of magnitude (round-off vs signal)
+        lb, thr = audit_threshold(*(v[w].clamp_min(1e-300).log10() for w in ("world0", "world1")), delta=c.delta)
+        ceiling = epsilon_lower_bound(false_positives=0, n_negatives=lb.n_negatives, false_negatives=0,
+                                      n_positives=lb.n_positives, delta=c.delta).epsilon
+        trials = res["trials"]
+        rows.append(dict(
+            method=method, model=res["model"], adjacency=adjacency, q=c.q, T=c.steps, paper_eps=c.paper_eps,
+            claimed_eps=c.eps, claimed_by=c.accountant if method == "alg1" else "alg1's claim at this (q, T)",
+            certified_eps=c.certified, lr=c.lr,
+            mechanism=c.mechanism + (f", C={res['max_grad_norm']:g}" if method == "dpsgd" else ""),
+            statistic="max_t ||P_perp(S_t) update_t||",
+            trials_per_world=trials, held_out_per_world=lb.n_negatives, eps_lower_bound=lb.epsilon,
+            ceiling=ceiling, exact_bound=(math.inf if c.q >= 1 else never_sampled_bound(q=c.q, steps=c.steps,
+                                                                                         delta=c.delta)),
+            fpr=lb.fpr, fnr=lb.fnr, fpr_upper=lb.fpr_upper, fnr_upper=lb.fnr_upper, threshold=10.0 ** thr,
+            **_quantiles("res0", v["world0"]), **_quantiles("res1", v["world1"]),
+            rel0_median=float(v["rel0"].median()), rel1_median=float(v["rel1"].median()),
+            canary_sampled_fraction=float(v["sampled1"].double().mean()), n_records=len(res["problem"].y),
+            n_params=res["n_params"], span_dim=res["span_dim"],
+            span_time_per_trial_s=res["span_time_s"] / max(trials, 1),
+            step_time_per_trial_s=v["step_time_s"] / max(trials, 1), wall_time_s=round(res["wall_time_s"], 1)))
+    return rows
+
+
+def subspace_audit_rows(model_name: str = "papernot_cnn", width: float = 1.0, **kw) -> list[dict]:
+    """:func:`audit_rows` of :func:`subspace_residuals` (same keywords): all (method, adjacency) pairs share
+    each trial's initialisation and its Jacobians at theta_0."""
+    return audit_rows(subspace_residuals(model_name, width, **kw))
+
+
+def subspace_audit(model_name: str = "papernot_cnn", width: float = 1.0, method: str = "alg1",
+                   adjacency: str = "add", *, q: float = 1.0, steps: int = 1, trials: int = 100, n_records: int = 20,
+                   seed: int = 0, **kw) -> dict:
+    """The row of one (method, adjacency) pair: :func:`subspace_audit_rows` with one method and one adjacency."""
+    return subspace_audit_rows(model_name, width, methods=(method,), adjacencies=(adjacency,), q=q, steps=steps,
+                               trials=trials, n_records=n_records, seed=seed, **kw)[0]

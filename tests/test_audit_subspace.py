@@ -1,0 +1,130 @@
+"""The subspace canary test (dirdp.audit.subspace) on a tiny model: Algorithm 1's update has no component
+outside the span of D's Jacobians (world 0 at round-off), the canary's has (world 1, orders of magnitude
+above), for both adjacencies; DP-SGD's Gaussian noise fills the complement in both worlds alike; the
+held-out epsilon lower bound beats Algorithm 1's claimed epsilon at q = 1 and does not beat DP-SGD's."""
+
+import math
+
+import pytest
+import torch
+
+from dirdp import accountant
+from dirdp.audit import canary, subspace, subspace_setup
+from dirdp.presets import PRESETS
+
+TINY = ("papernot_cnn", 0.25)  # 1902 parameters; D of 10 records spans at most 100 directions
+N_RECORDS = 10
+TRIALS = 64  # 32 held out per world: a perfect test certifies ln(1 / 0.109) = 2.2 > the claimed 2.03
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """Tiny tensors: threads only add overhead (on a busy machine, tenfold)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def problem(mirror_root):
+    return subspace_setup.load_problem(N_RECORDS, seed=0, root=mirror_root)
+
+
+@pytest.fixture(scope="module")
+def one_step(problem):
+    """q = 1, T = 1: both methods, both adjacencies, TRIALS trials per world."""
+    return subspace.subspace_residuals(*TINY, trials=TRIALS, problem=problem, seed=0)
+
+
+@pytest.fixture(scope="module")
+def rows(one_step):
+    return {(r["method"], r["adjacency"]): r for r in subspace.audit_rows(one_step)}
+
+
+def test_the_claim_at_q1_is_lemma9_at_the_papers_rstar():
+    p = PRESETS["mnist"]
+    r = accountant.rstar(eps=1.0, alpha=p.alpha, q=p.q, steps=p.steps, delta=p.delta)
+    c = subspace_setup.claim("alg1", q=1.0, steps=1)
+    orders = accountant.admissible_orders(r=r, alpha=p.alpha)
+    direct = accountant.rdp_to_dp(orders=orders, rdp=accountant.dirichlet_rdp(orders=orders, r=r, alpha=p.alpha),
+                                  delta=p.delta).min()
+    assert c.r == r and c.eps == pytest.approx(direct) and 1.5 < c.eps < 2.5
+    sub = subspace_setup.claim("alg1", q=p.q, steps=50)  # q < 1: Theorem 10 at the same r*
+    assert sub.eps == accountant.epsilon(r=r, alpha=p.alpha, q=p.q, steps=50, delta=p.delta).epsilon
+
+
+def test_group_norm_is_opacus_conversion():
+    from dirdp.baselines.dpsgd import make_compatible
+    from dirdp.models import build_model
+
+    ours = subspace_setup.audit_model("inception", 0.25, seed=0)
+    theirs = make_compatible(build_model("inception", num_classes=10, in_channels=1, width=0.25))
+    assert repr(ours) == repr(theirs)
+    assert not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in ours.modules())
+
+
+def test_jacobian_rows_are_the_per_record_logit_gradients(problem):
+    model = subspace_setup.audit_model(*TINY, seed=1, dtype=torch.float64)
+    x = problem.x[:2].double()
+    rows = subspace.jacobian_rows(model, x, chunk_size=1)
+    assert rows.shape == (20, sum(p.numel() for p in model.parameters()))
+    for i, k in ((0, 3), (1, 9)):
+        g = torch.autograd.grad(model(x[i:i + 1])[0, k], list(model.parameters()))
+        assert torch.allclose(rows[10 * i + k], subspace.flat(g), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("adjacency", ["add", "replace"])
+def test_alg1_world0_is_round_off_and_world1_is_far_above(one_step, adjacency):
+    v = one_step[("alg1", adjacency)]
+    assert float(v["rel0"].max()) < 1e-10  # float64 round-off, relative to the update's norm
+    assert float(v["world0"].max()) < 1e-12
+    assert float(v["world1"].min()) > 1e6 * float(v["world0"].max())  # every trial, six orders and more
+    assert float(v["rel1"].min()) > 1e-3
+    assert bool(v["sampled1"].all())  # q = 1: the canary is always in
+
+
+@pytest.mark.parametrize("adjacency", ["add", "replace"])
+def test_dpsgd_noise_fills_the_complement_in_both_worlds(one_step, adjacency):
+    v = one_step[("dpsgd", adjacency)]
+    m0, m1 = float(v["world0"].median()), float(v["world1"].median())
+    assert 0.8 < m1 / m0 < 1.25  # same order: the canary's clipped gradient drowns in the noise
+    assert float(v["world1"].min()) < float(v["world0"].max())  # the two worlds overlap
+    assert float(v["rel0"].min()) > 0.5  # most of the update lies outside the span
+
+
+@pytest.mark.parametrize("adjacency", ["add", "replace"])
+def test_the_bound_beats_alg1s_claim_and_not_dpsgds(rows, adjacency):
+    alg1, dpsgd = rows[("alg1", adjacency)], rows[("dpsgd", adjacency)]
+    assert alg1["fpr"] == 0 and alg1["fnr"] == 0 and alg1["eps_lower_bound"] == pytest.approx(alg1["ceiling"])
+    assert alg1["eps_lower_bound"] > alg1["claimed_eps"]  # Lemma 9's one-step guarantee is violated
+    assert dpsgd["claimed_eps"] == alg1["claimed_eps"] and dpsgd["certified_eps"] <= dpsgd["claimed_eps"]
+    assert dpsgd["eps_lower_bound"] <= dpsgd["claimed_eps"]
+    assert alg1["held_out_per_world"] == TRIALS // 2 and math.isinf(alg1["exact_bound"])
+
+
+def test_replace_one_needs_the_replaced_records_rows(problem):
+    """Projecting out only the shared records leaves world 0's replaced record visible: that is why the
+    statistic's span includes the replaced record's rows."""
+    model = subspace_setup.audit_model(*TINY, seed=2, dtype=torch.float64)
+    c = subspace_setup.claim("alg1", q=1.0, steps=1)
+    x, y = problem.x.double(), problem.y
+    full = subspace.span_basis(subspace.jacobian_rows(model, x))
+    shared = subspace.span_basis(subspace.jacobian_rows(model, x[: problem.replaced]))
+    u = subspace.sgd_update(model, x, y, c, expected_batch=len(y), generator=torch.Generator().manual_seed(0))
+    assert subspace.residual_norm(full, u) < 1e-10 * float(u.norm())
+    assert subspace.residual_norm(shared, u) > 1e-3 * float(u.norm())
+
+
+def test_several_steps_at_q_below_one_detect_exactly_the_runs_that_sample_the_canary(problem):
+    res = subspace.subspace_residuals(*TINY, methods=("alg1",), adjacencies=("add",), q=0.2, steps=3, trials=8,
+                                      problem=problem, seed=3)
+    v = res[("alg1", "add")]
+    assert float(v["world0"].max()) < 1e-12  # S_t recomputed at each step's parameters
+    assert torch.equal(v["world1"] > 1e-8, v["sampled1"])
+    assert 0 < int(v["sampled1"].sum()) < 8  # (this seed) both cases occur: the test sees each
+    row = subspace.audit_rows(res)[0]
+    assert row["T"] == 3 and row["exact_bound"] == pytest.approx(canary.never_sampled_bound(q=0.2, steps=3,
+                                                                                           delta=1e-5))
+    r = res["claims"]["alg1"].r
+    assert row["claimed_eps"] == accountant.epsilon(r=r, alpha=3.0, q=0.2, steps=3, delta=1e-5).epsilon

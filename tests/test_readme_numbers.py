@@ -1,0 +1,114 @@
+"""The README's result numbers come from the result files (issue 16, part 2).
+
+Every number the README states about a result is in a generated block (``python -m dirdp readme``); these tests
+check that each block equals what the committed files of the cpu profile give, that a block really follows its
+file, and that the README's results sections state no number by hand outside the blocks.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dirdp.report import readme
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The README's results sections: from the first marker to the second (exclusive).
+RESULT_SECTIONS = [("### Findings so far", "## One GPU: Tables 2 and 4"),
+                   ("**What we measured**", "**What does hold.**"),
+                   ("- **LATENT** (Chamikara et al.", "## What the privacy guarantee covers")]
+# Numbers the prose of those sections may state: names (Theorem 10, Eq. (1), Table 7, Figure 2, CPU cores, 3-hour
+# sessions), protocol settings (eps = 0.5, 1, 2; alpha = 7; 10-bit codes; 7x7 pooling; 784 inputs) and one cited
+# claim (LATENT's 95-96% on MNIST, from its paper). A result number must go into a generated block instead.
+ALLOWED = {"0.5", "1", "2", "3", "7", "10", "95-96%", "1e-3"}
+
+
+def _copy_results(tmp_path: Path) -> Path:
+    """The cpu profile's result files without the model weights (the blocks never read those)."""
+    dst = tmp_path / "results"
+    shutil.copytree(REPO / "results" / "cpu", dst / "cpu")
+    shutil.copytree(REPO / "results" / "runs" / "cpu", dst / "runs" / "cpu", ignore=shutil.ignore_patterns("*.pt"))
+    return dst
+
+
+def test_every_generated_block_equals_what_its_files_give():
+    changed = readme.update(REPO / "README.md", REPO / "results", "cpu", check=True)
+    assert changed == [], (f"README blocks {changed} differ from the result files; run `python -m dirdp readme`:\n"
+                           + readme.diff(REPO / "README.md", REPO / "results", "cpu"))
+
+
+def test_the_readme_has_the_blocks_the_results_need():
+    have = readme.blocks((REPO / "README.md").read_text())
+    assert {"table7", "runs-alg1", "baselines", "bench", "audit-canary", "audit-membership",
+            "audit-reconstruction", "latent-exact", "dpsgd-inception"} <= set(have)
+    assert all(body.strip() for body in have.values())
+
+
+def test_a_block_follows_its_file(tmp_path):
+    results = _copy_results(tmp_path)
+    path = results / "cpu" / "audit_membership.csv"
+    text = path.read_text().replace("0.515421", "0.987654")
+    assert text != path.read_text()
+    path.write_text(text)
+    made = readme.render(results, "cpu")
+    assert "AUC 0.988" in made["audit-membership"][1]
+    copy = tmp_path / "README.md"
+    shutil.copy(REPO / "README.md", copy)
+    assert readme.update(copy, results, "cpu", check=True) == ["audit-membership"]
+    assert readme.update(copy, results, "cpu") == ["audit-membership"]
+    assert "AUC 0.988" in copy.read_text() and readme.update(copy, results, "cpu", check=True) == []
+
+
+def test_check_names_the_drifted_block_and_exits_1(tmp_path):
+    copy = tmp_path / "README.md"
+    text = (REPO / "README.md").read_text()
+    body = readme.blocks(text)["audit-canary"]
+    copy.write_text(text.replace(body, body.replace("4.91", "4.97", 1)))
+    proc = subprocess.run([sys.executable, "-m", "dirdp", "readme", "--check", "--readme", str(copy),
+                           "--results", str(REPO / "results")], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 1
+    assert "['audit-canary']" in proc.stderr and "-" in proc.stderr and "4.97" in proc.stderr
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--results", "/nonexistent/results"], "/nonexistent/results/cpu: no such results folder"),
+    (["--readme", "/nonexistent/README.md"], "/nonexistent/README.md: no such file"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, says):
+    proc = subprocess.run([sys.executable, "-m", "dirdp", "readme", "--check", *args], capture_output=True, text=True,
+                          cwd=REPO)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: ") and says in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_an_unclosed_block_is_an_error(tmp_path):
+    with pytest.raises(readme.ReadmeError, match="no matching"):
+        readme.blocks("<!-- generated: x (python -m dirdp readme; from f) -->\nbody\n")
+
+
+def _prose_numbers(text: str) -> list[str]:
+    text = readme.BLOCK.sub("", text)
+    text = re.sub(r"`[^`]*`", "", text)                     # code: file names, commands, field names
+    text = re.sub(r"\]\([^)]*\)", "]", text)               # link targets
+    text = re.sub(r"\b[A-Za-z]+\d+\w*", "", text)          # names such as CIFAR10, r*, h(r)'s ...
+    return re.findall(r"(?<![\w.])\d[\d,]*(?:\.\d+)?(?:e-?\d+)?(?:-\d+)?%?", text)
+
+
+def test_no_result_number_is_typed_by_hand_in_the_results_sections():
+    text = (REPO / "README.md").read_text()
+    stray = []
+    for start, end in RESULT_SECTIONS:
+        section = text[text.index(start):text.index(end, text.index(start))]
+        stray += [n for n in _prose_numbers(section) if n not in ALLOWED]
+    assert stray == [], (f"numbers typed by hand in the README's results sections: {stray}; put them in a generated "
+                         "block (dirdp/report/readme_sections.py) or, for a protocol setting, in ALLOWED with a reason")
+
+
+def test_the_number_check_catches_a_hand_typed_number():
+    assert _prose_numbers("accuracy 85.30 and AUC 0.532 (`results/cpu/x.csv`, Table 7)") == ["85.30", "0.532", "7"]
