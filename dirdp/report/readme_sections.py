@@ -72,6 +72,7 @@ class Sources:
 
 def acc(mean: float, std: float | None, n: int) -> str:
     """Mean over seeds with its spread and n: "85.30 (n = 1)", "85.10 ± 0.21 (n = 3)"."""
+    mean = round(mean, 6)  # 85.07499999999999 and 85.075 (the same mean, read from two files) print alike
     if n >= 2 and std is not None and not pd.isna(std):
         return f"{mean:.2f} ± {std:.2f} (n = {n})"
     return f"{mean:.2f} (n = {n})"
@@ -94,7 +95,7 @@ def _seeds(value) -> str:
     """The ``seeds`` cell of an object table ("0", "0,1,2"; pandas reads one seed as a float)."""
     if isinstance(value, float):
         return "—" if math.isnan(value) else f"{value:.0f}"
-    return ", ".join(str(value).split(","))
+    return ", ".join(str(value).replace(",", " ").split())
 
 
 # --- Findings: Table 7 and Appendix C.1 -----------------------------------------------------------------------
