@@ -52,7 +52,7 @@ def _train(args) -> int:
     try:
         cfg = make_config(args.dataset, args.eps, args.seed, method=args.method, max_grad_norm=args.max_grad_norm,
                           steps=args.steps, q=args.q, alpha=args.alpha,
-                          delta=args.delta, lr=args.lr, optimizer=args.optimizer, model=args.model, width=args.width,
+                          delta=args.delta, lr=args.lr, optimizer=args.optimizer, model=args.model, width=args.width, norm=args.norm,
                           train_subset=args.train_subset, augment=args.augment, device=args.device, bf16=args.bf16,
                           channels_last=args.channels_last, eval_every=args.eval_every, log_every=args.log_every,
                           checkpoint_every=args.checkpoint_every)

@@ -42,6 +42,9 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--model", help="inception, resnet18, resnet9 or papernot_cnn")
     g.add_argument("--max-grad-norm", type=float, help="DP-SGD clipping norm C (default 1.0)")
     g.add_argument("--width", type=float, help="channel-width multiplier (1 = the paper's model)")
+    g.add_argument("--norm", choices=["batch", "group"],
+                   help="normalisation layers: batch (BatchNorm, the paper's models; default) or group (GroupNorm: no "
+                        "example's output depends on another's; DP-SGD always uses it)")
     g.add_argument("--train-subset", type=int, help="train on a seeded random subset of this size")
     g.add_argument("--no-augment", dest="augment", action="store_const", const=False, help="no CIFAR-10 augmentation")
     d = p.add_argument_group("execution")

@@ -45,6 +45,7 @@ class Run:
     alpha: float | None = None  # None: 3
     lr: float | None = None  # None: the data set's gamma
     width: float | None = None  # None: the profile's width (a run at another width says so in its tag: w0.5)
+    norm: str | None = None  # None: the model's BatchNorm; "group": GroupNorm (tag: gn)
 
     @property
     def tag(self) -> str:
@@ -56,6 +57,8 @@ class Run:
                 parts.append(f"{key}{fmt(getattr(self, key))}")
         if self.width is not None:
             parts.append(f"w{fmt(self.width)}")
+        if self.norm == "group":
+            parts.append("gn")
         return "_".join(parts + [f"eps{fmt(self.eps)}", f"seed{self.seed}"])
 
     def path(self, profile: str, root: str = "results/runs") -> str:
@@ -184,18 +187,19 @@ class Profile:
 
     def runs(self, name: str) -> list[Run]:
         """The runs object ``name`` needs in this profile ([] if the profile leaves it out): its grid,
-        then the grid's ``extra`` Algorithm-1 runs (more seeds or another width for some cells, e.g.
-        ``extra: [{eps: 2, seeds: [1, 2]}, {eps: 2, width: 0.5}]``; seeds default to [0])."""
+        then the grid's ``extra`` Algorithm-1 runs (more seeds, another width or GroupNorm for some cells, e.g.
+        ``extra: [{eps: 2, seeds: [1, 2]}, {eps: 2, width: 0.5}, {eps: 1, norm: group}]``; seeds default to [0])."""
         if name not in self.active():
             return []
         out = self._grid_runs(name)
         for e in (self.grids.get(name) or {}).get("extra") or []:
-            unknown = set(e) - {"eps", "seeds", "width"}
-            if unknown or "eps" not in e:
-                raise ValueError(f"{name}: an extra run is {{eps, seeds, width}}. Found {e!r}.")
+            unknown = set(e) - {"eps", "seeds", "width", "norm"}
+            if unknown or "eps" not in e or e.get("norm", "batch") not in ("batch", "group"):
+                raise ValueError(f"{name}: an extra run is {{eps, seeds, width, norm: batch|group}}. Found {e!r}.")
             width = None if e.get("width") is None or float(e["width"]) == self.width else float(e["width"])
+            norm = "group" if e.get("norm") == "group" else None
             for seed in e.get("seeds", [0]):
-                run = Run(OBJECTS[name].dataset, _eps(e["eps"]), int(seed), width=width)
+                run = Run(OBJECTS[name].dataset, _eps(e["eps"]), int(seed), width=width, norm=norm)
                 if run not in out:
                     out.append(run)
         return out
@@ -237,7 +241,7 @@ class Profile:
         # the profile's width shrinks the paper's models; Papernot's CNN and LATENT run as published
         width = (run.width or t.get("width")) if run.method in ("alg1", "dpsgd") else None
         for flag, value in [("--optimizer", run.optimizer), ("--q", q), ("--alpha", run.alpha), ("--lr", run.lr),
-                            ("--width", width), ("--steps", t.get("steps")),
+                            ("--width", width), ("--norm", run.norm), ("--steps", t.get("steps")),
                             ("--train-subset", t.get("train_subset")), ("--device", t.get("device")),
                             ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
             if value is not None:
@@ -251,9 +255,9 @@ class Profile:
         runs = list(self.all_runs().values())
         order: list[Run] = []
         for entry in (self.config.get("campaign") or {}).get("queue") or []:
-            unknown = set(entry) - {"dataset", "method", "eps", "seeds", "width"}
+            unknown = set(entry) - {"dataset", "method", "eps", "seeds", "width", "norm"}
             if unknown:
-                raise ValueError(f"campaign queue entries filter on dataset, method, eps, seeds, width. "
+                raise ValueError(f"campaign queue entries filter on dataset, method, eps, seeds, width, norm. "
                                  f"Found {sorted(unknown)} in {entry!r}.")
             order += [r for r in runs if r not in order and _selects(entry, r, self.width)]
         return order + sorted((r for r in runs if r not in order), key=lambda r: r.seed)
@@ -278,6 +282,8 @@ def _selects(entry: dict, run: Run, profile_width: float) -> bool:
     if "eps" in entry and run.eps != _eps(entry["eps"]):
         return False
     if "seeds" in entry and run.seed not in [int(s) for s in entry["seeds"]]:
+        return False
+    if "norm" in entry and (run.norm or "batch") != entry["norm"]:
         return False
     return "width" not in entry or float(entry["width"]) == (run.width or profile_width)
 

@@ -7,8 +7,16 @@ results are labelled "reduced width" in their result files.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
+
+# --norm: what normalises the models' activations. "batch" (the paper's models) couples the examples of a batch in
+# train mode (each output depends on the batch's statistics) and keeps noise-free running statistics; "group"
+# (GroupNorm) computes each example's output from that example alone, as DP-SGD needs and Theorem 10's per-record
+# premise assumes.
+NORMS = ("batch", "group")
 
 
 def _c(channels: int, width: float) -> int:
@@ -195,13 +203,37 @@ class PapernotCNN(nn.Module):
         return self.head(self.features(x))
 
 
+def to_group_norm(model: nn.Module) -> nn.Module:
+    """``model`` (in place) with every BatchNorm replaced by GroupNorm(gcd(32, C), C) with the same affinity: the
+    conversion Opacus' ``ModuleValidator.fix`` makes (:func:`dirdp.baselines.dpsgd.make_compatible`), without
+    needing Opacus. A model without BatchNorm (the Papernot CNN) comes back as it was."""
+    for name, child in model.named_children():
+        if isinstance(child, nn.modules.batchnorm._BatchNorm):
+            setattr(model, name, nn.GroupNorm(math.gcd(32, child.num_features), child.num_features,
+                                              affine=child.affine))
+        else:
+            to_group_norm(child)
+    return model
+
+
+def norm_of(model: nn.Module) -> str:
+    """What normalises ``model``'s activations: "batch" (any BatchNorm), "group" (GroupNorm), or "none"."""
+    kinds = {type(m) for m in model.modules()}
+    if any(issubclass(k, nn.modules.batchnorm._BatchNorm) for k in kinds):
+        return "batch"
+    return "group" if nn.GroupNorm in kinds else "none"
+
+
 MODELS = {"inception": SmallInception, "resnet18": ResNet18, "resnet9": ResNet9, "papernot_cnn": PapernotCNN}
 
 
 def build_model(name: str, *, num_classes: int, in_channels: int, width: float = 1.0,
-                image_size: int | None = None) -> nn.Module:
+                image_size: int | None = None, norm: str = "batch") -> nn.Module:
     """The model called ``name`` (one of :data:`MODELS`) with default PyTorch initialisation.
-    ``image_size`` matters only for the Papernot CNN (its flattened size; default 28)."""
+    ``image_size`` matters only for the Papernot CNN (its flattened size; default 28); ``norm`` = "group"
+    replaces every BatchNorm by GroupNorm (:func:`to_group_norm`)."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}. Found norm={norm!r}.")
     try:
         cls = MODELS[name]
     except KeyError:
@@ -209,4 +241,5 @@ def build_model(name: str, *, num_classes: int, in_channels: int, width: float =
     if not width > 0:
         raise ValueError(f"width must be > 0. Found width={width}.")
     extra = {"image_size": image_size} if (cls is PapernotCNN and image_size) else {}
-    return cls(num_classes=num_classes, in_channels=in_channels, width=width, **extra)
+    net = cls(num_classes=num_classes, in_channels=in_channels, width=width, **extra)
+    return to_group_norm(net) if norm == "group" else net

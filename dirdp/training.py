@@ -23,6 +23,7 @@ from dirdp.runfile import (Interrupted, _lock, _save_atomic, _StopRequest, _writ
                            check_writable, is_running)
 from dirdp.data import Split, get_spec, load
 from dirdp.loop import accuracy, params_sha256, progress_bar  # noqa: F401  (the names this module always had)
+from dirdp.models import norm_of
 from dirdp.presets import get_preset
 from dirdp.protocol import Protocol
 from dirdp.sampling import PoissonSampler, poisson_sample  # noqa: F401
@@ -30,6 +31,11 @@ from dirdp.sampling import PoissonSampler, poisson_sample  # noqa: F401
 
 # training methods of `python -m dirdp train --method` (the registry: dirdp.methods)
 METHODS = methods.DESCRIPTIONS
+
+
+# fields RunConfig gained after runs were made: at their default they stay out of the identity, so that a
+# checkpoint or result of an earlier commit (which has no such field) is still the same run
+ADDED_LATER = {"norm": "batch"}
 
 
 @dataclass(frozen=True)
@@ -59,6 +65,7 @@ class RunConfig:
     eval_every: int = 500
     log_every: int = 50
     checkpoint_every: int = 200
+    norm: str = "batch"  # "group": every BatchNorm replaced by GroupNorm (dirdp.models.NORMS); DP-SGD always is
 
     @property
     def private(self) -> bool:
@@ -74,6 +81,9 @@ class RunConfig:
         d = dataclasses.asdict(self)
         for k in ("device", "eval_every", "log_every", "checkpoint_every"):
             d.pop(k)
+        for k, default in ADDED_LATER.items():  # a run of the commits before the field existed had its default
+            if d[k] == default:
+                d.pop(k)
         return d
 
 
@@ -103,7 +113,7 @@ MIN_WIDTH = 1 / 16  # the smallest width at which every layer of every model has
 def _validated(cfg: RunConfig) -> RunConfig:
     """``cfg`` if every field is in its domain, else a ValueError naming the field, what was found and what
     is allowed (the CLI prints it and exits 2 before any work starts)."""
-    from dirdp.models import MODELS
+    from dirdp.models import MODELS, NORMS
 
     def need(ok: bool, field: str, allowed: str):
         if not ok:
@@ -123,6 +133,9 @@ def _validated(cfg: RunConfig) -> RunConfig:
         need(getattr(cfg, field) >= 1, field, "at least 1 step")
     need(0 < cfg.max_grad_norm < math.inf, "max_grad_norm", "> 0 and finite")
     need(cfg.model in MODELS or cfg.model == "latent", "model", f"one of {', '.join(MODELS)}")
+    need(cfg.norm in NORMS, "norm", f"one of {', '.join(NORMS)}")
+    need(cfg.norm == "batch" or cfg.method != "latent", "norm", "batch for LATENT (its modules have no "
+                                                                  "normalisation layer)")
     try:
         device = torch.device(cfg.device)
     except (RuntimeError, ValueError):
@@ -191,7 +204,8 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
         fields = method.result_fields(cfg, learner, noise, state, wall)
     result = dict(
         dataset=cfg.dataset, method=cfg.method, model=fields["model"], width=cfg.width,
-        width_label=fields["width_label"], eps_target=cfg.eps, delta=fields["delta"], alpha=fields["alpha"],
+        width_label=fields["width_label"], norm=fields.get("norm") or norm_of(learner.net), eps_target=cfg.eps,
+        delta=fields["delta"], alpha=fields["alpha"],
         q=cfg.q, steps=cfg.steps, seed=cfg.seed, rstar=fields["rstar"], **fields["privacy"],
         n_train=len(data["train"]), expected_batch=fields["expected_batch"], empty_batches=state["empty_batches"],
         test_accuracy=state["acc_curve"][-1][1], val_accuracy=fields["val_accuracy"],

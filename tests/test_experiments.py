@@ -103,7 +103,7 @@ def test_object_table_without_runs_shows_the_paper_and_says_why(tmp_path):
     assert status[0.5] == "not run here (not in the 'cpu' profile's grid)"
 
 
-def _fake_run(root, profile, tag, *, dataset="fashionmnist", eps=2.0, seed=0, width=0.25, test=85.0):
+def _fake_run(root, profile, tag, *, dataset="fashionmnist", eps=2.0, seed=0, width=0.25, test=85.0, norm=None):
     """A result JSON with the fields the tables read (as python -m dirdp train writes them)."""
     import json
     from pathlib import Path
@@ -116,6 +116,7 @@ def _fake_run(root, profile, tag, *, dataset="fashionmnist", eps=2.0, seed=0, wi
         alpha=3.0, steps=preset.steps, width=width, rstar=0.47, epsilon=eps if math.isfinite(eps) else "inf",
         test_accuracy=test, val_accuracy=None, wall_time_s=1.0,
         width_label="full width" if width == 1.0 else f"reduced width ({width:g}x channels)",
+        **({} if norm is None else {"norm": norm}),  # files before the field existed have none
         provenance=dict(config=dict(lr=0.1, optimizer="sgd", train_subset=None), device="cpu", git_commit="abc"))))
 
 
@@ -155,3 +156,37 @@ def test_a_profile_that_shows_a_missing_profile_is_an_error(tmp_path):
     prof = Profile.from_config({"profile": "x", "objects": ["table2_mnist"], "also_show": ["nope"]})
     with pytest.raises(ValueError, match="nope"):
         report.object_table(get_object("table2_mnist"), prof, runs_root=str(tmp_path))
+
+
+def test_a_groupnorm_extra_run_is_its_own_run_with_its_own_tag_and_flag():
+    from dirdp.experiments import Profile
+
+    prof = Profile.from_config(dict(profile="t", objects=["table2_mnist"], training=dict(width=0.25, seeds=1),
+                                    grids=dict(table2_mnist=dict(eps=[1], baselines={},
+                                                                 extra=[{"eps": 1, "norm": "group"}]))))
+    runs = prof.runs("table2_mnist")
+    assert [r.tag for r in runs] == ["alg1_eps1_seed0", "alg1_gn_eps1_seed0"]
+    args = prof.train_args(runs[1])
+    assert args[args.index("--norm") + 1] == "group" and "--norm" not in prof.train_args(runs[0])
+    with pytest.raises(ValueError, match="norm: batch\\|group"):
+        Profile.from_config(dict(profile="t", objects=["table2_mnist"],
+                                 grids=dict(table2_mnist=dict(extra=[{"eps": 1, "norm": "layer"}])))).runs("table2_mnist")
+
+
+def test_a_groupnorm_run_is_its_own_row_beside_the_papers_model_and_not_in_its_figure_line(tmp_path):
+    for seed, acc in enumerate([99.0, 99.1]):
+        _fake_run(tmp_path, "t", f"alg1_eps1_seed{seed}", dataset="mnist", eps=1.0, seed=seed, test=acc)
+    _fake_run(tmp_path, "t", "alg1_gn_eps1_seed0", dataset="mnist", eps=1.0, test=97.0, norm="group")
+    prof = Profile.from_config(dict(profile="t", objects=["table2_mnist"], training=dict(width=0.25, seeds=2),
+                                    grids=dict(table2_mnist=dict(eps=[1], baselines={},
+                                                                 extra=[{"eps": 1, "norm": "group"}]))))
+    table = report.object_table(get_object("table2_mnist"), prof, runs_root=str(tmp_path))
+    cell = table[(table.method == "Algorithm 1") & (table.eps == 1.0) & (table.label == "run here")]
+    assert list(cell.norm) == ["batch", "group"] and list(cell.n) == [2, 1]
+    assert list(cell["mean"]) == [pytest.approx(99.05), 97.0]
+    gn = cell.iloc[1]
+    assert gn.status.endswith("(GroupNorm, not the paper's model)") and gn.setting.endswith("GroupNorm")
+    assert list(report.paper_model(cell).norm) == ["batch"]
+    fig = report.figure(get_object("table2_mnist"), table)
+    labels = {t.get_text() for t in fig.axes[0].get_legend().get_texts()}
+    assert {"Algorithm 1 (run here, 0.25x width)", "Algorithm 1 (run here, 0.25x width, GroupNorm)"} <= labels

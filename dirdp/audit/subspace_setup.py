@@ -24,18 +24,6 @@ ADJACENCIES = ("add", "replace")
 METHODS = ("alg1", "dpsgd")
 
 
-def group_norm(model: nn.Module) -> nn.Module:
-    """``model`` (in place) with every BatchNorm replaced by GroupNorm(gcd(32, C), C): the conversion of
-    Opacus' ``ModuleValidator.fix`` (:func:`dirdp.baselines.dpsgd.make_compatible`), without needing Opacus."""
-    for name, child in model.named_children():
-        if isinstance(child, nn.modules.batchnorm._BatchNorm):
-            setattr(model, name, nn.GroupNorm(math.gcd(32, child.num_features), child.num_features,
-                                              affine=child.affine))
-        else:
-            group_norm(child)
-    return model
-
-
 def audit_model(name: str, width: float, *, seed: int, dtype: torch.dtype = torch.float32) -> nn.Module:
     """The model ``name`` at ``width`` for 28x28 grey images and 10 classes, default PyTorch initialisation
     drawn from ``seed`` (the global generator is left as it was), BatchNorm -> GroupNorm, in train mode
@@ -44,8 +32,8 @@ def audit_model(name: str, width: float, *, seed: int, dtype: torch.dtype = torc
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        net = build_model(name, num_classes=10, in_channels=1, width=width)
-    return group_norm(net).to(dtype).train()
+        net = build_model(name, num_classes=10, in_channels=1, width=width, norm="group")
+    return net.to(dtype).train()
 
 
 def model_label(name: str, width: float) -> str:

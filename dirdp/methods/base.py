@@ -52,9 +52,10 @@ class Method:
         raise NotImplementedError
 
     def build_model(self, cfg, spec) -> torch.nn.Module:
-        """The (untrained) model of a run: ``cfg.model`` at ``cfg.width`` for ``spec``'s images."""
+        """The (untrained) model of a run: ``cfg.model`` at ``cfg.width`` for ``spec``'s images, its normalisation
+        ``cfg.norm`` (BatchNorm as published, or GroupNorm)."""
         return build_model(cfg.model, num_classes=spec.num_classes, in_channels=spec.channels, width=cfg.width,
-                           image_size=spec.size)
+                           image_size=spec.size, norm=getattr(cfg, "norm", "batch"))
 
     def learner(self, cfg, data: dict, spec, noise: Noise) -> loop.Learner:
         raise NotImplementedError

@@ -37,7 +37,7 @@ class Latent(Method):
         privacy = dict(noise.privacy, epsilon=rec["eps_claimed"], eps_ldp_worst_case=rec["eps_ldp_worst_case"],
                        eps_pair_median=rec["eps_pair_median"],
                        latent={k: v for k, v in rec.items() if k not in ("accuracy_curve", "loss_curve")})
-        return dict(model="latent", width_label="LATENT: untrained conv module + FC module on randomized bits",
+        return dict(model="latent", width_label="LATENT: untrained conv module + FC module on randomized bits", norm="none",
                     delta=None, alpha=cfg.latent_alpha, rstar=None, privacy=privacy,
                     expected_batch=round(cfg.q * len(learner.train)), val_accuracy=None, params_sha256=None)
 

@@ -16,13 +16,13 @@ from dirdp.report import index, tables
 from dirdp.report.compare import PAPER_SEEDS, SPREAD, WELCH_ALPHA, welch
 from dirdp.report.compare import _comparison, _paper_cell, _status  # noqa: F401  (report._status: tests)
 from dirdp.report.index import write_index
-from dirdp.report.objects import (CONFIG_DIR, COLUMNS, MODEL_NAMES, SHOW_COLUMNS, object_table, profile_run_paths,
-                                  show)
+from dirdp.report.objects import (CONFIG_DIR, COLUMNS, MODEL_NAMES, SHOW_COLUMNS, object_table, paper_model,
+                                  profile_run_paths, show)
 from dirdp.report.plots import METHOD_COLOR, WIDTH_STYLE, draw_accuracy, eps_x, figure, set_style
 from dirdp.report.runs import MAIN_TABLE, collect, curves, read_run, run_files
 from dirdp.report.tables import table6, table7
 
 __all__ = ["CONFIG_DIR", "COLUMNS", "MAIN_TABLE", "METHOD_COLOR", "MODEL_NAMES", "PAPER_SEEDS", "SHOW_COLUMNS", "SPREAD",
            "WELCH_ALPHA", "WIDTH_STYLE", "collect", "curves", "draw_accuracy", "eps_x", "figure", "index",
-           "object_table", "profile_run_paths", "read_run", "run_files", "set_style", "show", "table6", "table7",
+           "object_table", "paper_model", "profile_run_paths", "read_run", "run_files", "set_style", "show", "table6", "table7",
            "tables", "welch", "write_index"]

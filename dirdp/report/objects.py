@@ -23,7 +23,7 @@ from dirdp.report.runs import read_run
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "ResNet-9", "papernot_cnn": "CNN"}
 COLUMNS = ["object", "dataset", "metric", "method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr",
-           "width", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "test", "p_value", "setting",
+           "width", "norm", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "test", "p_value", "setting",
            "certified_eps", "rstar", "source", "runs"]
 SHOW_COLUMNS = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
                 "paper", "paper_std", "diff", "status"]
@@ -88,16 +88,21 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
             rows.append(dict(base, label="paper" if ref[0] is not None else "not run", n=0,
                              status=_not_run(obj, profile, planned)))
             continue
-        for width, at in sorted(got.groupby("width"), key=lambda g: -g[0]):  # full width first
+        # full width first, the paper's BatchNorm before GroupNorm (an option here: not the paper's model)
+        for (width, norm), at in sorted(got.groupby(["width", "norm"]), key=lambda g: (-g[0][0], g[0][1])):
             vals = at[obj.metric]
             first = at.iloc[0]
-            row = dict(base, label="run here", width=width, mean=round(vals.mean(), 3),
+            other_norm = norm == "group" and sel["method"] == "alg1"
+            row = dict(base, label="run here", width=width, norm=norm, mean=round(vals.mean(), 3),
                        std=round(vals.std(ddof=1), 3) if len(vals) > 1 else None, n=len(vals),
-                       seeds=" ".join(str(s) for s in sorted(at.seed)), setting=f"{first.protocol}, {first.width_label}",
+                       seeds=" ".join(str(s) for s in sorted(at.seed)),
+                       setting=f"{first.protocol}, {first.width_label}" + (", GroupNorm" if other_norm else ""),
                        certified_eps=at.certified_eps.max(), rstar=first.rstar,
                        runs=" ".join(sorted(set(at.profile))))
             row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
             row["status"] = _status(row, width != 1.0, first.protocol != "paper protocol")
+            if other_norm:
+                row["status"] += " (GroupNorm, not the paper's model)"
             row["test"], row["p_value"] = _comparison(row)
             rows.append(row)
     if not rows:  # Figure 2 outside its profile: one row that says so
@@ -109,6 +114,14 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
                          paper_std=c.std if not pd.isna(c.std) else None, n=0, source=c.source,
                          status="cited by the paper; not run here"))
     return pd.DataFrame(rows).reindex(columns=COLUMNS)
+
+
+def paper_model(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an object table made with the paper's own models: without Algorithm 1's GroupNorm rows
+    (``--norm group``, an option here), which figures and summaries that compare with the paper leave out."""
+    if "norm" not in table:
+        return table
+    return table[~((table.method == METHODS["alg1"]) & (table.norm == "group"))]
 
 
 def _not_run(obj: PaperObject, profile: Profile, planned: bool) -> str:

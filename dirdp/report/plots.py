@@ -10,7 +10,7 @@ import math
 
 import pandas as pd
 
-from dirdp.experiments import PaperObject
+from dirdp.experiments import METHODS, PaperObject
 from dirdp.protocol import fmt_eps
 
 WIDTH_STYLE = ["o-", "s--", "^:"]  # ours at the widest width run, the next, the next
@@ -52,12 +52,18 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
             ax.plot(px, p.paper, "--", color=color, label=f"{m} (paper)")
             ax.fill_between(px, p.paper - p.paper_std.fillna(0), p.paper + p.paper_std.fillna(0), color=color, alpha=0.15)
         ours = table[(table.method == m) & (table.label == "run here")]
+        if "norm" in ours:  # Algorithm 1 with GroupNorm (an option here) is its own line
+            ours = ours.assign(norm=ours.norm.fillna("batch"))
+        else:
+            ours = ours.assign(norm="batch")
         widths = sorted(ours.width.dropna().unique(), reverse=True)
-        for j, w in enumerate(widths):  # one line per model width: full width solid, reduced ones lighter
-            at = ours[ours.width == w].sort_values(x)
+        lines = sorted({(w, n) for w, n in zip(ours.width, ours.norm) if not pd.isna(w)}, key=lambda k: (-k[0], k[1]))
+        for j, (w, norm) in enumerate(lines):  # one line per model width: full width solid, reduced ones lighter
+            at = ours[(ours.width == w) & (ours.norm == norm)].sort_values(x)
             ox = eps_x(at.eps, xmax) if x == "eps" else at[x]
+            gn = ", GroupNorm" if norm == "group" and m == METHODS["alg1"] else ""
             what = ("; eps is local DP per record" if m == "LATENT" else
-                    "" if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width")
+                    gn if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width{gn}")
             ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 2)],
                         color=color, capsize=3, alpha=1.0 if j == 0 else 0.75, label=f"{m} (run here{what})")
         cited = table[(table.method == m) & (table.label == "paper, cited")]

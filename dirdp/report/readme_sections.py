@@ -67,6 +67,10 @@ class Sources:
         return [read_run(p) for p in run_files(self.runs_dir)]
 
     def runs_of(self, method: str, **match) -> list[dict]:
+        """The runs of ``method`` whose fields equal ``match``; Algorithm 1's with the paper's BatchNorm unless
+        ``norm`` is given (a GroupNorm run is another model)."""
+        if method == "alg1":
+            match.setdefault("norm", "batch")
         return [r for r in self.runs if r["method"] == method and all(r[k] == v for k, v in match.items())]
 
 
@@ -147,10 +151,12 @@ def runs_alg1(src: Sources) -> str:
         t = src.csv(table)
         rows = t[(t.method == "Algorithm 1") & (t.label == "run here")].sort_values(["eps", "width"])
         for row in rows.itertuples():
-            runs = src.runs_of("alg1", dataset=ds, eps=row.eps, width=row.width)
+            norm = getattr(row, "norm", None)
+            norm = "batch" if norm is None or pd.isna(norm) else norm
+            runs = src.runs_of("alg1", dataset=ds, eps=row.eps, width=row.width, norm=norm)
             test = "" if pd.isna(row.test) else f" ({row.test})".replace("|", "\\|")  # |diff| in a table cell
             out.append(
-                f"| {NAMES[ds]} | {fmt_eps(row.eps)} | {row.width:g}x | "
+                f"| {NAMES[ds]} | {fmt_eps(row.eps)} | {row.width:g}x{', GroupNorm' if norm == 'group' else ''} | "
                 + ("—" if pd.isna(row.rstar) else f"{row.rstar:.6f}") + f" | {fmt_eps(row.certified_eps) if math.isinf(row.certified_eps) else f'{row.certified_eps:.4f}'} | "
                 f"{acc(row.mean, row.std, int(row.n))} | {_paper(row)} | "
                 + ("—" if pd.isna(row.diff) else f"{row.diff:+.2f}") + f" | {row.status}{test} | "
@@ -246,7 +252,10 @@ def dpsgd_inception(src: Sources) -> str:
         return "(no DP-SGD Inception run in this profile)"
     t = src.csv("table4_fashionmnist")
     here = t[t.label == "run here"]
-    a = here[(here.method == "Algorithm 1") & (here.eps == r["eps"]) & (here.width == r["width"])].iloc[0]
+    from dirdp.report.objects import paper_model
+
+    a = paper_model(here)
+    a = a[(a.method == "Algorithm 1") & (a.eps == r["eps"]) & (a.width == r["width"])].iloc[0]
     d = here[(here.method == "DP-SGD") & (here.eps == r["eps"])].iloc[0]
     every = r["curve"][1][0] - r["curve"][0][0] if len(r["curve"]) > 1 else r["steps"]
     return (f"Its `wall_time_s` of {r['wall_time_s']:,.0f} s counts the pauses and is not a speed measurement: use "

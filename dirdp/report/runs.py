@@ -24,7 +24,7 @@ MAIN_TABLE = {"cifar10": "table1_cifar10", "mnist": "table2_mnist", "dermamnist"
 
 def read_run(path: str | Path) -> dict:
     """The fields of one result JSON that the tables need (provenance stays in the file): what ran (data set,
-    method, eps, seed, q, alpha, lr, optimizer, steps, width), its r* and certified epsilon, test and validation
+    method, eps, seed, q, alpha, lr, optimizer, steps, width, norm), its r* and certified epsilon, test and validation
     accuracy, ``protocol`` (the paper's, or reduced, and how), the accuracy curve as (step, accuracy) pairs, and
     ``dirty``: None, or when its commit ends in "+dirty" what the file records of the uncommitted code
     (:func:`dirdp.provenance.dirty`)."""
@@ -38,7 +38,7 @@ def read_run(path: str | Path) -> dict:
     return dict(
         path=str(path), dataset=rec["dataset"], method=rec.get("method", "alg1"), eps=parse_eps(rec["eps_target"]),
         seed=rec["seed"], q=rec["q"], alpha=rec["alpha"], lr=cfg["lr"], optimizer=cfg["optimizer"], steps=rec["steps"],
-        width=rec["width"], rstar=rec["rstar"],
+        width=rec["width"], norm=_norm(rec), rstar=rec["rstar"],
         certified_eps=None if rec["epsilon"] is None else parse_eps(rec["epsilon"]),
         test=rec["test_accuracy"], val=rec.get("val_accuracy"),
         protocol=("LATENT protocol (local DP)" if rec.get("method") == "latent" else "paper protocol" if not reduced
@@ -53,6 +53,17 @@ def read_run(path: str | Path) -> dict:
         eps_ldp_worst_case=rec.get("eps_ldp_worst_case"), eps_pair_median=rec.get("eps_pair_median"),
         latent_string_length=(rec.get("latent") or {}).get("string_length"),
     )
+
+
+def _norm(rec: dict) -> str:
+    """What normalised the run's model (the result's ``norm``: batch, group or none); for a file made before that
+    field existed, what the model of its method was: none for the Papernot CNN and LATENT, group for DP-SGD's
+    (BatchNorm replaced), else batch."""
+    if rec.get("norm"):
+        return rec["norm"]
+    if rec.get("method") == "latent" or rec["provenance"]["config"].get("model") == "papernot_cnn":
+        return "none"
+    return "group" if rec.get("method") == "dpsgd" else "batch"
 
 
 def run_files(root: str | Path = "results/runs") -> list[Path]:
@@ -78,7 +89,7 @@ def collect(root: str | Path = "results/runs") -> pd.DataFrame:
         std = float(cell["std"].iloc[0]) if len(cell) and not pd.isna(cell["std"].iloc[0]) else None
         rows.append(dict(
             run=str(path), dataset=run["dataset"], method=run["method"], width=run["width"],
-            width_label=run["width_label"], protocol=run["protocol"], eps=run["eps"], seed=run["seed"], q=run["q"],
+            width_label=run["width_label"] + (", GroupNorm" if run["norm"] == "group" and run["method"] == "alg1" else ""), protocol=run["protocol"], eps=run["eps"], seed=run["seed"], q=run["q"],
             steps=run["steps"], rstar=run["rstar"], certified_eps=run["certified_eps"], test_accuracy=run["test"],
             paper_accuracy=mean, paper_std=std, diff=None if mean is None else round(run["test"] - mean, 2),
             wall_time_min=round(run["wall_time_s"] / 60, 1), device=run["device"], git_commit=run["git_commit"],
