@@ -242,11 +242,12 @@ class CheckpointMismatch(ValueError, RuntimeError):
     """A checkpoint of another run where this run would resume (a ValueError: the CLI says so and exits 2)."""
 
 
-def load_trained(result_path: str | os.PathLike, *, data_root=None) -> tuple[torch.nn.Module, dict[str, Split]]:
+def load_trained(result_path: str | os.PathLike, *, data_root=None,
+                 with_data: bool = True) -> tuple[torch.nn.Module, dict[str, Split] | None]:
     """The model a run released (``<stem>.model.pt`` beside its result JSON), in eval mode, and the
     run's data with its training split exactly as the run saw it (``train_subset`` included), so
-    that the training records can be told apart from the others. Not for LATENT runs (their model
-    reads randomized bit strings, not images)."""
+    that the training records can be told apart from the others (None with ``with_data=False``: the model
+    alone, no data set read). Not for LATENT runs (their model reads randomized bit strings, not images)."""
     result_path = Path(result_path)
     result = json.loads(result_path.read_text())
     cfg = RunConfig(**{"method": result.get("method", "alg1"), **result["provenance"]["config"], "device": "cpu"})
@@ -258,4 +259,4 @@ def load_trained(result_path: str | os.PathLike, *, data_root=None) -> tuple[tor
     if not weights.exists():
         raise FileNotFoundError(f"{weights} not found: the run's model is saved there when the run finishes.")
     net.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
-    return net.eval(), load_data(cfg, data_root)
+    return net.eval(), (load_data(cfg, data_root) if with_data else None)

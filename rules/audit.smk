@@ -46,3 +46,55 @@ rule audit_released_models:
                                                 "n": 2000}),
     shell:
         "{params.cmd}"
+
+
+rule audit_subspace:
+    """The white-box subspace canary test (dirdp.audit.subspace) on the paper's model families, BatchNorm replaced by
+    GroupNorm: Algorithm 1 at the paper's r* for eps = 1, DP-SGD at the same claimed eps as the control, add/remove
+    and replace-one, one step at q = 1 and the MNIST q over T steps; the residual of each update outside the span of
+    the auditor's records' logit Jacobians, and the epsilon lower bound it certifies."""
+    input:
+        deps(
+            "notebooks/audit_subspace.ipynb",
+            sources("dirdp/audit.py", "dirdp/mechanism.py", "dirdp/accountant.py", "dirdp/models.py",
+                    "dirdp/sampling.py", "dirdp/baselines/dpsgd.py"),
+        ),
+    output:
+        f"{RES}/audit_subspace.csv",
+        f"{FIG}/audit_subspace_residuals.png",
+        f"{FIG}/audit_subspace_residuals.pdf",
+        f"{NB}/audit_subspace.ipynb",
+    log:
+        f"{NB_LOGS}/audit_subspace.log",
+    params:
+        cmd=papermill("audit_subspace", {**config["audit_subspace"], "profile": PROFILE.name}),
+    shell:
+        "{params.cmd}"
+
+
+rule audit_batchnorm:
+    """The BatchNorm channel (dirdp.audit.batchnorm) of the profile's released MNIST eps = 1 model: one record's
+    influence on the other records' releases (Renyi divergence beside Lemma 9's one-record budget), the running
+    statistics as a noise-free channel (white box, q = 1), last-batch membership from the first running mean, and
+    the accuracy of the --norm group twin where the profile trains it."""
+    input:
+        deps(
+            "notebooks/audit_batchnorm.ipynb",
+            sources("dirdp/audit.py", "dirdp/mechanism.py", "dirdp/accountant.py", "dirdp/models.py"),
+            run_inputs([BN_RELEASED] + ([BN_GROUPNORM] if BN_GROUPNORM in RUNS else [])),
+        ),
+    output:
+        f"{RES}/audit_batchnorm.csv",
+        f"{RES}/audit_bn_influence.csv",
+        f"{FIG}/audit_bn_influence.png",
+        f"{FIG}/audit_bn_influence.pdf",
+        f"{NB}/audit_batchnorm.ipynb",
+    log:
+        f"{NB_LOGS}/audit_batchnorm.log",
+    params:
+        cmd=papermill("audit_batchnorm", {**config["audit_batchnorm"], "profile": PROFILE.name,
+                                          "runs_dir": f"results/runs/{PROFILE.name}",
+                                          "released": os.path.relpath(BN_RELEASED, f"results/runs/{PROFILE.name}")[:-5],
+                                          "groupnorm": os.path.relpath(BN_GROUPNORM, f"results/runs/{PROFILE.name}")[:-5]}),
+    shell:
+        "{params.cmd}"

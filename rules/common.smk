@@ -11,7 +11,7 @@ import sys
 
 from snakemake.settings.enums import RerunTrigger
 
-from dirdp.experiments import OBJECTS, Profile, missing_data_message
+from dirdp.experiments import OBJECTS, Profile, Run, missing_data_message
 from dirdp.report import profile_run_paths
 
 
@@ -147,4 +147,11 @@ OBJECT_TARGETS = [f for name in OBJECTS for f in object_outputs(name)]
 FIXED_TARGETS = [f"{RES}/table6.csv", f"{RES}/table7.csv", f"{FIG}/h_of_r.pdf", f"{RES}/theorem11_mc.csv",
                  f"{FIG}/theorem11_kappa_variance.pdf", f"{NB}/explore_kappa.ipynb", f"{RES}/runs_summary.csv",
                  f"{FIG}/runs_accuracy_curves.pdf", f"{RES}/baselines_comparison.csv", f"{RES}/audit_canary.csv",
-                 f"{RES}/audit_released_models.csv", f"{RES}/width_effect.csv", f"{FIG}/width_effect.pdf"]
+                 f"{RES}/audit_released_models.csv", f"{RES}/width_effect.csv", f"{FIG}/width_effect.pdf",
+                 f"{RES}/audit_subspace.csv", f"{FIG}/audit_subspace_residuals.pdf"]
+# The BatchNorm audit reads the profile's released MNIST eps = 1 model (seed 0) and its --norm group twin where the
+# profile trains one: it runs where the profile trains the first.
+BN_RELEASED = Run("mnist", 1.0, 0).path(PROFILE.name)
+BN_GROUPNORM = Run("mnist", 1.0, 0, norm="group").path(PROFILE.name)
+BN_TARGETS = [f"{RES}/audit_batchnorm.csv", f"{FIG}/audit_bn_influence.pdf"] if BN_RELEASED in RUNS else []
+FIXED_TARGETS += BN_TARGETS

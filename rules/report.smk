@@ -13,6 +13,8 @@ rule index:
             f"{RES}/table7.csv",
             f"{RES}/theorem11_mc.csv",
             f"{RES}/audit_canary.csv",
+            f"{RES}/audit_subspace.csv",
+            BN_TARGETS[:1],
             f"{RES}/width_effect.csv",
             sources("dirdp/report/index.py"),
         ),

@@ -27,7 +27,7 @@ def membership_experiment(members, non_members, *, method: str, eps: float, q: f
                                eval_every=steps, checkpoint_every=steps + 1)
     out = Path(out_dir) / f"{method}_eps{eps:g}_seed{seed}.json"
     res = training.train(cfg, out, data={"train": members, "test": non_members}, progress=False)
-    net, _ = training.load_trained(out)
+    net, _ = training.load_trained(out, with_data=False)  # the members and non-members are given
     attack = loss_threshold_attack(net, members, non_members)
     return dict(method=method if math.isfinite(eps) else "non-private", model=model, data=f"{dataset}: {len(members)} members, {len(non_members)} non-members",
                 q=q, T=steps, claimed_eps=eps, certified_eps=res["epsilon"],
