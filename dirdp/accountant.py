@@ -205,6 +205,20 @@ def epsilon_floor(
     return _best(orders, _epsilon_by_order(orders, r=0.0, alpha=alpha, q=q, steps=steps, delta=delta), delta)
 
 
+def epsilon_at_order(*, r: float, alpha: float, q: float, steps: int, delta: float, order: int) -> float:
+    """eps_o(lambda, delta; r): Theorem 10 at ONE order lambda, composed over T steps and converted by Lemma 13;
+    +inf where lambda >= 1 + alpha/r. Any integer order >= 2 (no cap: the work is one row of lambda terms), for
+    what :func:`epsilon` and :func:`epsilon_floor`, which search orders up to a cap, cannot reach. ``r = 0`` gives
+    the limit r -> 0 at that order."""
+    _check(alpha=alpha, q=q, steps=steps, delta=delta)
+    if not (_is_int(order) and order >= 2):
+        raise ValueError(f"order must be an integer >= 2. Found order={order}.")
+    if not (0 <= r < alpha):
+        raise ValueError(f"r must lie in [0, alpha) = [0, {alpha}). Found r={r}.")
+    orders = np.array([int(order)])
+    return float(_epsilon_by_order(orders, r=r, alpha=alpha, q=q, steps=steps, delta=delta)[0])
+
+
 def rstar(
     *, eps: float, alpha: float, q: float, steps: int, delta: float, max_order: int = DEFAULT_MAX_ORDER
 ) -> float:

@@ -211,3 +211,19 @@ def test_bad_input_is_a_clear_value_error(kwargs, match):
 def test_r_outside_zero_alpha_is_rejected(r):
     with pytest.raises(ValueError, match=f"Found r={r}"):
         acc.epsilon(r=r, alpha=3.0, q=0.005, steps=100, delta=DELTA)
+
+
+def test_epsilon_at_order_is_theorem_10_at_one_order_without_a_cap():
+    p = PRESETS["cifar10"]
+    kw = dict(alpha=p.alpha, q=p.q, steps=p.steps, delta=p.delta)
+    spend = acc.epsilon(r=0.2349, **kw)  # h(r): the minimum over the capped orders is attained at one of them
+    assert acc.epsilon_at_order(r=0.2349, order=spend.order, **kw) == pytest.approx(spend.epsilon, rel=1e-12)
+    floor = acc.epsilon_floor(**kw)
+    assert acc.epsilon_at_order(r=0.0, order=floor.order, **kw) == pytest.approx(floor.epsilon, rel=1e-12)
+    # far beyond the cap the r -> 0 limit falls below the capped floor: the "—" cell eps = 0.5 is certifiable there
+    assert acc.epsilon_at_order(r=0.0, order=60_000, **kw) < 0.5 < floor.epsilon
+    assert acc.epsilon_at_order(r=3e-5, order=60_000, **kw) == pytest.approx(0.366, abs=5e-4)
+    assert math.isinf(acc.epsilon_at_order(r=1e-4, order=60_000, **kw))  # lambda >= 1 + alpha / r
+    for bad in (dict(order=1), dict(order=2.5), dict(order=10, r=3.0)):
+        with pytest.raises(ValueError):
+            acc.epsilon_at_order(**{"r": 0.1, **kw, **bad})
