@@ -16,7 +16,8 @@ rule index:
             f"{RES}/audit_subspace.csv",
             BN_TARGETS[:1],
             f"{RES}/width_effect.csv",
-            sources("dirdp/report/index.py"),
+            f"{RES}/table7_high_orders.csv",
+            sources("dirdp/report/index.py", "dirdp/report/index_audit.py"),
         ),
     output:
         f"{RES}/README.md",

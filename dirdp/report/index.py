@@ -17,6 +17,7 @@ import pandas as pd
 from dirdp import provenance
 from dirdp.experiments import OBJECTS
 from dirdp.protocol import fmt_eps, parse_eps
+from dirdp.report.index_audit import audit_rows
 from dirdp.report.runs import read_run, run_files
 
 HEAD = """# Results index
@@ -147,7 +148,9 @@ def _fixed_rows(results: Path, profile: str, figures: str | None = None) -> list
                           for r in worst.itertuples())
         rows.append(f"| Privacy audit (not in the paper) | [`audit_canary.csv`](audit_canary.csv), "
                     f"`audit_membership.csv`, `audit_reconstruction.csv`, `audit_released_models.csv` | largest 95% eps lower bound: {found} |")
+    rows += audit_rows(results, figures)
     return rows
+
 
 
 DIRTY_HEAD = """## Uncommitted code

@@ -124,11 +124,11 @@ def table7(src: Sources) -> str:
         f"(`tests/test_paper_tables.py`). More generally {len(over)} of the {len(printed)} printed (rounded) r* "
         f"overshoot their target by up to {(over.eps_at_paper_rstar - over.eps).max():.3f} if used as printed; "
         + ("our r* never does." if ours_over.empty else f"{len(ours_over)} of ours do (a bug: report it).") + "\n"
-        f"- **The \"—\" cells of Table 7.** {cells} at {eps_inf} are genuinely infeasible: no r > 0 certifies them, "
-        f"since lim_{{r->0}} h(r) = {floors}. The floor comes from the factor 3 in Theorem 10's sum and does not "
-        "depend on alpha; only RDP orders of the order of T push it toward 0, and then only at an r so small that "
-        "the mechanism carries almost no signal (notebook `table6_table7_rstar`). The other blank cells (e.g. "
-        "MNIST at eps=3) are feasible: the paper just did not run them. We print our value there.")
+        f"- **The \"—\" cells of Table 7.** {cells} at {eps_inf} are infeasible with RDP orders up to the cap "
+        f"(256, as everywhere here): no r > 0 certifies them, since lim_{{r->0}} h(r) = {floors}. The floor comes "
+        "from the factor 3 in Theorem 10's sum and does not depend on alpha; how far larger orders move it is the "
+        "next item (notebook `table6_table7_rstar`). The other blank cells (e.g. MNIST at eps=3) are feasible: the "
+        "paper just did not run them. We print our value there.")
 
 
 def appendix_c1(src: Sources) -> str:
@@ -294,6 +294,7 @@ def bench(src: Sources) -> str:
 def builders() -> dict:
     """Block name -> (function making its text, the files it reads)."""
     from dirdp.report import readme_audit as audit
+    from dirdp.report import readme_audit_models as models
     r = "results/{p}"
     return {
         "table7": (table7, f"{r}/table7.csv"),
@@ -308,5 +309,9 @@ def builders() -> dict:
         "audit-reconstruction": (audit.reconstruction, f"{r}/audit_reconstruction.csv"),
         "audit-canary": (audit.canary, f"{r}/audit_canary.csv, {r}/notebooks/audit_privacy.ipynb"),
         "audit-membership": (audit.membership, f"{r}/audit_membership.csv, {r}/audit_released_models.csv"),
+        "audit-membership-learned": (models.membership_learned, f"{r}/audit_released_models.csv, results/runs/{{p}}/"),
+        "audit-subspace": (models.subspace, f"{r}/audit_subspace.csv"),
+        "audit-batchnorm": (models.batchnorm, f"{r}/audit_batchnorm.csv"),
+        "table7-high-orders": (models.table7_high_orders, f"{r}/table7_high_orders.csv"),
     }
 
