@@ -43,7 +43,7 @@ rule audit_released_models:
         f"{NB_LOGS}/audit_released_models.log",
     params:
         cmd=papermill("audit_released_models", {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}",
-                                                "n": 2000}),
+                                                "n": 10000}),
     shell:
         "{params.cmd}"
 

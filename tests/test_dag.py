@@ -208,6 +208,12 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     released, _ = provenance.read_csv(work / "results/smoke/audit_released_models.csv")
     assert sorted(released.claimed_eps) == [1.0, 1.0, float("inf")]  # Algorithm 1 at 1 and inf, tempered at 1
     assert released.auc.between(0, 1).all()
+    subspace, _ = provenance.read_csv(work / "results/smoke/audit_subspace.csv")
+    assert set(zip(subspace.method, subspace.adjacency)) >= {("alg1", "add"), ("alg1", "replace"), ("dpsgd", "add")}
+    assert (subspace[subspace.method == "alg1"].res0_max < 1e-12).all()  # no update leaves D's span without the canary
+    bn, _ = provenance.read_csv(work / "results/smoke/audit_batchnorm.csv")
+    assert bn.measure.str.startswith("influence").sum() == 3 and (work / "figures/smoke/audit_bn_influence.png").exists()
+    assert "Subspace canary test" in index and "BatchNorm channel" in index
 
 
 def test_the_smoke_run_leaves_the_committed_profile_outputs_byte_for_byte(smoke_dag):
@@ -302,7 +308,8 @@ def test_every_rule_has_a_docstring(tiny_root):
     rules = dict(re.match(r"(\w+)(?: \((.*))?$", line).groups() for line in out.splitlines()
                  if line and not line[0].isspace())
     expected = {*OBJECTS, "all", "train", "baselines_comparison", "width_effect", "runs_summary", "table6_table7_rstar",
-                "theorem11_kappa_variance", "explore_kappa", "audit_privacy", "audit_released_models", "index"}
+                "theorem11_kappa_variance", "explore_kappa", "audit_privacy", "audit_released_models", "audit_subspace",
+                "audit_batchnorm", "index"}
     assert set(rules) == expected
     assert not [name for name, doc in rules.items() if not doc], "rules without a docstring"
     # and in the sources: every named rule's first statement is a string literal

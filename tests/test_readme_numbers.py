@@ -46,7 +46,8 @@ def test_every_generated_block_equals_what_its_files_give():
 def test_the_readme_has_the_blocks_the_results_need():
     have = readme.blocks((REPO / "README.md").read_text())
     assert {"table7", "runs-alg1", "baselines", "bench", "audit-canary", "audit-membership",
-            "audit-reconstruction", "latent-exact", "dpsgd-inception"} <= set(have)
+            "audit-reconstruction", "latent-exact", "dpsgd-inception", "audit-subspace", "audit-batchnorm",
+            "audit-membership-learned", "table7-high-orders"} <= set(have)
     assert all(body.strip() for body in have.values())
 
 
@@ -63,6 +64,20 @@ def test_a_block_follows_its_file(tmp_path):
     assert readme.update(copy, results, "cpu", check=True) == ["audit-membership"]
     assert readme.update(copy, results, "cpu") == ["audit-membership"]
     assert "AUC 0.988" in copy.read_text() and readme.update(copy, results, "cpu", check=True) == []
+
+
+def test_the_audit_blocks_follow_their_files(tmp_path):
+    from dirdp.provenance import read_csv, write_csv
+
+    results = _copy_results(tmp_path)
+    for name, column, block in (("audit_subspace", "eps_lower_bound", "audit-subspace"),
+                                ("audit_batchnorm", "value", "audit-batchnorm"),
+                                ("table7_high_orders", "first_order_certifying", "table7-high-orders")):
+        before = readme.render(results, "cpu")[block][1]
+        table, prov = read_csv(results / "cpu" / f"{name}.csv")
+        table[column] = table[column] * 3 + 7  # every value of the column moves
+        write_csv(table, results / "cpu" / f"{name}.csv", prov)
+        assert readme.render(results, "cpu")[block][1] != before, block
 
 
 def test_check_names_the_drifted_block_and_exits_1(tmp_path):

@@ -178,17 +178,21 @@ def running_mean_membership(net: nn.Module, train, test, *, r: float | None, alp
     for _ in range(trials):
         model = copy.deepcopy(net).train()
         opt = torch.optim.SGD(model.parameters(), lr=lr)
-        idx = None
+        last = None  # the last non-empty batch: the last to move the running mean (an empty one makes no step)
         for _ in range(steps):
             idx = torch.nonzero(torch.rand(len(train), generator=g) < q).squeeze(1)
             if not len(idx):
                 continue
+            last = idx
             logits = model(train.x[idx])
             loss = (dirichlet_nll(logits, train.y[idx], r=r, alpha=alpha, generator=g) if r is not None
                     else F.cross_entropy(logits, train.y[idx]))
             opt.zero_grad()
             loss.backward()
             opt.step()
+        if last is None:
+            continue  # every batch of this trial was empty: nothing to score
+        idx = last
         conv, bn = first_batchnorm(model)
         pool = channel_means(conv, test.x)
         mu, var = pool.mean(0), pool.var(0).clamp_min(1e-12)
@@ -201,6 +205,9 @@ def running_mean_membership(net: nn.Module, train, test, *, r: float | None, alp
         member_scores.append(score(channel_means(conv, train.x[idx])))
         other_scores.append(score(pool[non]))
         sizes.append(len(idx))
+    if not member_scores:
+        raise ValueError(f"every batch of every trial was empty (q={q}, {len(train)} records, {steps} steps): raise "
+                         "steps or trials.")
     members, others = torch.cat(member_scores), torch.cat(other_scores)
     roc = roc_at(members, others)
     return dict(members=len(members), non_members=len(others), mean_batch=float(np.mean(sizes)), **roc)
