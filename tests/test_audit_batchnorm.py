@@ -96,3 +96,18 @@ def test_the_membership_score_finds_the_last_batch_when_it_makes_the_running_mea
     res = batchnorm.running_mean_membership(net, train, test, r=0.2771, alpha=3.0, q=0.01, lr=0.1, steps=3, trials=60)
     assert res["members"] == res["non_members"] > 150 and 2 < res["mean_batch"] < 7
     assert res["auc"] > 0.58  # ~0.63 expected: a channel mean of the first conv is ~ its weight sum x brightness
+
+
+def test_the_first_channel_means_of_images_with_a_common_border_differ_by_brightness_times_the_kernel_sums():
+    """Why the first running mean says little: at stride 1 every interior pixel enters every shifted window, so when
+    images share their border (MNIST: background, -0.42 after normalisation), channel c's spatial mean is
+    (sum of kernel c) x the image's mean plus a constant of the channel: one number per image."""
+    net = _net("batch")
+    conv, _ = batchnorm.first_batchnorm(net)
+    x = torch.full((5, 1, 28, 28), -0.4242)
+    x[:, :, 2:-2, 2:-2] = torch.rand(5, 1, 24, 24, generator=torch.Generator().manual_seed(4)) * 3 - 0.4242
+    phi = batchnorm.channel_means(conv, x)
+    brightness = x.double().mean((1, 2, 3))
+    want = (brightness - brightness[0])[:, None] * conv.weight.double().sum((1, 2, 3))[None, :]
+    assert torch.allclose(phi - phi[0], want, rtol=1e-5, atol=1e-7)
+    assert float((phi - phi[0]).abs().max()) > 1e-2  # the images do differ

@@ -76,8 +76,9 @@ def batchnorm(src) -> str:
                  f"the most the trials can show being {r.ceiling:.2f}. ")
     text += (f"On the released model, the first layer's running mean tells the last batch's records from test records "
              f"with AUC {mia.value:.3f} (TPR {mia.tpr_at_fpr_0_01:.1%} at 1% FPR, {mia.members:,.0f} records over "
-             f"{mia.trials:.0f} continuations of {mia.steps:.0f} steps): the first layer's channel means are nearly "
-             "one number per image (brightness times the kernel's sum), so this test finds little. ")
+             f"{mia.trials:.0f} continuations of {mia.steps:.0f} steps): the first layer's channel means are "
+             "one number per image (its mean brightness times the kernel's sum, plus a constant: exactly so for images that "
+             "share their border, as MNIST's do; `tests/test_audit_batchnorm.py`), so this test finds little. ")
     if len(acc) == 2:
         bn, g = acc.iloc[0], acc.iloc[1]
         text += (f"GroupNorm instead (`--norm group`, same data, eps, seed and width): test accuracy {g.value:.2f} "
