@@ -48,11 +48,15 @@ rule theorem11_kappa_variance:
 
 
 rule explore_kappa:
-    """The interactive kappa / E[loss] / Var explorer, executed once headless as a smoke check."""
+    """The kappa explorer (dirdp.explore): kappa, E[loss], Var[loss] and gamma_eff against s_y, h(r), kappa and Var
+    against alpha at a fixed eps, the mechanism on the simplex, the training-speed consequence beside the committed
+    MNIST runs; executed once headless, so that its executed copy shows every view as a static image."""
     input:
         deps(
             "notebooks/explore_kappa.ipynb",
             CORE,
+            sources("dirdp/explore.py"),
+            sorted(glob.glob("results/runs/cpu/mnist/alg1_eps*_seed0.json")),
         ),
     output:
         f"{NB}/explore_kappa.ipynb",
