@@ -127,3 +127,17 @@ def test_no_result_number_is_typed_by_hand_in_the_results_sections():
 
 def test_the_number_check_catches_a_hand_typed_number():
     assert _prose_numbers("accuracy 85.30 and AUC 0.532 (`results/cpu/x.csv`, Table 7)") == ["85.30", "0.532", "7"]
+
+
+def test_the_width_reading_tests_only_what_the_seeds_allow():
+    from dirdp.report.readme_campaign import width_reading
+    one_each = width_reading(2.0, (0.25, [85.3]), (0.5, [90.4]))
+    assert "no spread to compare with" in one_each and "+5.10" in one_each
+    inside = width_reading(2.0, (0.25, [84.85, 85.30, 89.93]), (0.5, [88.0]))
+    assert "lies inside that width's range" in inside and "cannot tell a width effect" in inside
+    outside = width_reading(2.0, (0.25, [84.85, 85.30, 89.93]), (0.5, [90.40]))
+    assert "lies outside" in outside and "(n = 3)" in outside and "(n = 1)" in outside
+    # 90.40 - mean(84.85, 85.30, 89.93) = 3.71, over their std 2.81
+    assert "1.32 times the seed std (2.81)" in outside
+    welch = width_reading(float("inf"), (0.25, [91.5, 91.6]), (0.5, [92.5, 92.9]))
+    assert "Welch t = " in welch and "eps = inf" in welch and "cannot tell" not in welch

@@ -191,17 +191,6 @@ def runs_alg1_notes(src: Sources) -> str:
     return "\n".join(parts)
 
 
-def width_effect(src: Sources) -> str:
-    t = src.csv("width_effect").sort_values(["eps", "width"])
-    out = ["| FashionMNIST, eps | width | test acc. ours | paper (full width) | ours - paper |", "|---|---|---|---|---|"]
-    for row in t.itertuples():
-        paper = "—" if pd.isna(row.paper_full_width) else (
-            f"{row.paper_full_width:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}"))
-        out.append(f"| {fmt_eps(row.eps)} | {row.width:g}x | {acc(row.mean, row.std, int(row.n))} | {paper} | "
-                   f"{row.diff_to_paper:+.2f} |")
-    return "\n".join(out)
-
-
 # --- Baselines -------------------------------------------------------------------------------------------------
 
 MODEL = {"tempered": "tempered-sigmoid DP-SGD (Papernot CNN, full size)",
@@ -295,13 +284,14 @@ def builders() -> dict:
     """Block name -> (function making its text, the files it reads)."""
     from dirdp.report import readme_audit as audit
     from dirdp.report import readme_audit_models as models
+    from dirdp.report import readme_campaign as campaign
     r = "results/{p}"
     return {
         "table7": (table7, f"{r}/table7.csv"),
         "appendix-c1": (appendix_c1, f"{r}/notebooks/theorem11_kappa_variance.ipynb"),
         "runs-alg1": (runs_alg1, f"{r}/table2_mnist.csv, {r}/table4_fashionmnist.csv, results/runs/{{p}}/"),
         "runs-alg1-notes": (runs_alg1_notes, "results/runs/{p}/"),
-        "width-effect": (width_effect, f"{r}/width_effect.csv"),
+        "width-effect": (campaign.width_effect, f"{r}/width_effect.csv, results/runs/{{p}}/fashionmnist/"),
         "baselines": (baselines, f"results/runs/{{p}}/, {r}/table4_fashionmnist.csv"),
         "dpsgd-inception": (dpsgd_inception, f"results/runs/{{p}}/fashionmnist/, {r}/table4_fashionmnist.csv"),
         "bench": (bench, f"{r}/bench_baselines.json"),

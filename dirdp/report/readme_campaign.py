@@ -1,0 +1,60 @@
+"""README blocks of the CPU evidence campaign (issue 14): accuracy against width at FashionMNIST, and what the
+seeds that ran can and cannot tell apart. Every number comes from ``results/<profile>/width_effect.csv`` and the
+run JSONs; nothing here is typed by hand."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from dirdp.protocol import fmt_eps
+
+
+def _paper(row) -> str:
+    if pd.isna(row.paper_full_width):
+        return "—"
+    return f"{row.paper_full_width:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}")
+
+
+def _list(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in sorted(values))
+
+
+def width_reading(eps: float, narrow: tuple[float, list[float]], wide: tuple[float, list[float]]) -> str:
+    """One sentence: where the wider width's runs land against the narrower width's seeds. With n = 1 on either
+    side nothing is tested (one run claims nothing more); with n >= 2 on both, Welch's t-test on the two means."""
+    (w0, a), (w1, b) = narrow, wide
+    mean0, mean1 = sum(a) / len(a), sum(b) / len(b)
+    text = (f"eps = {fmt_eps(eps)}: {w0:g}x gives {_list(a)} (n = {len(a)}), {w1:g}x gives {_list(b)} "
+            f"(n = {len(b)}); the means differ by {mean1 - mean0:+.2f}")
+    if len(a) >= 2 and len(b) >= 2:
+        from scipy import stats
+        res = stats.ttest_ind(b, a, equal_var=False)
+        return text + f" (Welch t = {res.statistic:.2f}, p = {res.pvalue:.3g})."
+    spread = a if len(a) >= 2 else b
+    if len(spread) < 2:
+        return text + ": one run at each width, no spread to compare with (n = 1 claims nothing more)."
+    s = pd.Series(spread).std()
+    where = "inside" if min(spread) <= (b if spread is a else a)[0] <= max(spread) else "outside"
+    return (text + f", {abs(mean1 - mean0) / s:.2f} times the seed std ({s:.2f}) of the width with n >= 2, and the "
+            f"single run lies {where} that width's range: n = 1 at one width cannot tell a width effect from "
+            "the seed-to-seed spread.")
+
+
+def width_effect(src) -> str:
+    """The table of accuracy against width (FashionMNIST, eps = 2 and inf) and, per eps with two widths or more,
+    where each wider width lands against the narrowest one's seeds."""
+    t = src.csv("width_effect").sort_values(["eps", "width"])
+    out = ["| FashionMNIST, eps | width | test acc. ours | paper (full width) | ours - paper |", "|---|---|---|---|---|"]
+    from dirdp.report.readme_sections import acc
+    for row in t.itertuples():
+        out.append(f"| {fmt_eps(row.eps)} | {row.width:g}x | {acc(row.mean, row.std, int(row.n))} | {_paper(row)} | "
+                   f"{row.diff_to_paper:+.2f} |")
+    readings = []
+    for eps, g in t.groupby("eps", sort=True):
+        widths = sorted(g.width)
+        tests = {w: [r["test"] for r in src.runs_of("alg1", dataset="fashionmnist", eps=eps, width=w)] for w in widths}
+        readings += [width_reading(eps, (widths[0], tests[widths[0]]), (w, tests[w])) for w in widths[1:]
+                     if tests[widths[0]] and tests[w]]
+        if len(widths) == 1:
+            readings.append(f"eps = {fmt_eps(eps)}: only {widths[0]:g}x has run so far.")
+    return "\n".join(out) + ("\n\n" + "\n".join(f"- {r}" for r in readings) if readings else "")
