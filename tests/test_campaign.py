@@ -34,9 +34,14 @@ def test_gpu_queue_puts_the_open_questions_first():
 def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order():
     prof = Profile.load(REPO / "config/cpu.yaml")
     jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
-    assert [j.name for j in jobs[:6]] == [
+    # issue 14's runs in its order; issue 17's GroupNorm run (MNIST eps = 1, about 2 h) before the 5-hour width-0.5
+    # eps = inf run, so that the BatchNorm audit gets its comparison model first
+    assert [j.name for j in jobs[:7]] == [
         "fashionmnist/alg1_w0.5_eps2_seed0", "fashionmnist/alg1_eps2_seed1", "fashionmnist/alg1_eps2_seed2",
-        "mnist/alg1_eps1_seed1", "mnist/alg1_eps1_seed2", "fashionmnist/alg1_w0.5_epsinf_seed0"]
+        "mnist/alg1_eps1_seed1", "mnist/alg1_eps1_seed2", "mnist/alg1_gn_eps1_seed0",
+        "fashionmnist/alg1_w0.5_epsinf_seed0"]
+    gn = jobs[5].args
+    assert gn[gn.index("--norm") + 1] == "group" and gn[gn.index("--width") + 1] == "0.25"
     wide = jobs[0].args
     assert wide[wide.index("--width") + 1] == "0.5" and wide[wide.index("--threads") + 1] == "1"
     assert jobs[1].args[jobs[1].args.index("--width") + 1] == "0.25"
