@@ -5,6 +5,7 @@
     snakemake --cores all --configfile config/cpu.yaml                        # paper protocol, reduced width
     snakemake --profile profiles/slurm                                        # paper profile on a SLURM cluster
     snakemake --list-rules                                                    # every rule, with what it makes
+    snakemake --report results/cpu/report.html --configfile config/cpu.yaml   # browse a profile's results (HTML)
 
 Each training run is one job (``python -m dirdp train``) writing results/runs/<profile>/<dataset>/<tag>.json;
 rerunning after an interruption redoes only missing runs, and a half-finished run resumes from its
@@ -59,6 +60,10 @@ validate(config, "config/schema.yaml", set_default=False)
 
 
 include: "rules/common.smk"
+
+
+# the front page of `snakemake --report results/<profile>/report.html` (rules/common.smk: what the report holds)
+report: "report/workflow.rst"
 
 
 rule all:

@@ -13,17 +13,27 @@ rule audit_privacy:
                     "dirdp/baselines/latent.py"),
         ),
     output:
-        f"{RES}/audit_canary.csv",
-        f"{RES}/audit_reconstruction.csv",
-        f"{RES}/audit_membership.csv",
-        f"{FIG}/audit_reconstruction.png",
-        f"{FIG}/audit_eps_claimed_vs_lower_bound.png",
-        f"{FIG}/audit_eps_claimed_vs_lower_bound.pdf",
-        f"{NB}/audit_privacy.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/audit_canary.csv",
+                f"{RES}/audit_reconstruction.csv",
+                f"{RES}/audit_membership.csv",
+                f"{FIG}/audit_reconstruction.png",
+                f"{FIG}/audit_eps_claimed_vs_lower_bound.png",
+                f"{FIG}/audit_eps_claimed_vs_lower_bound.pdf",
+                f"{NB}/audit_privacy.ipynb",
+            ],
+            "audit_privacy",
+            AUDIT,
+            "Reconstruction, canaries, membership",
+            "attacks on Algorithm 1 and the baselines",
+        ),
     log:
         f"{NB_LOGS}/audit_privacy.log",
     params:
         cmd=papermill("audit_privacy", {**config["audit"], "profile": PROFILE.name}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"
 
@@ -37,13 +47,23 @@ rule audit_released_models:
             run_inputs(sorted(p for p, run in RUNS.items() if run.method != "latent")),
         ),
     output:
-        f"{RES}/audit_released_models.csv",
-        f"{NB}/audit_released_models.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/audit_released_models.csv",
+                f"{NB}/audit_released_models.ipynb",
+            ],
+            "audit_released_models",
+            AUDIT,
+            "Released models",
+            "membership inference on the released models",
+        ),
     log:
         f"{NB_LOGS}/audit_released_models.log",
     params:
         cmd=papermill("audit_released_models", {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}",
                                                 "n": 10000}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"
 
@@ -60,14 +80,24 @@ rule audit_subspace:
                     "dirdp/sampling.py", "dirdp/baselines/dpsgd.py"),
         ),
     output:
-        f"{RES}/audit_subspace.csv",
-        f"{FIG}/audit_subspace_residuals.png",
-        f"{FIG}/audit_subspace_residuals.pdf",
-        f"{NB}/audit_subspace.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/audit_subspace.csv",
+                f"{FIG}/audit_subspace_residuals.png",
+                f"{FIG}/audit_subspace_residuals.pdf",
+                f"{NB}/audit_subspace.ipynb",
+            ],
+            "audit_subspace",
+            AUDIT,
+            "Subspace canary test",
+            "white-box subspace canary test",
+        ),
     log:
         f"{NB_LOGS}/audit_subspace.log",
     params:
         cmd=papermill("audit_subspace", {**config["audit_subspace"], "profile": PROFILE.name}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"
 
@@ -84,11 +114,19 @@ rule audit_batchnorm:
             run_inputs([BN_RELEASED] + ([BN_GROUPNORM] if BN_GROUPNORM in RUNS else [])),
         ),
     output:
-        f"{RES}/audit_batchnorm.csv",
-        f"{RES}/audit_bn_influence.csv",
-        f"{FIG}/audit_bn_influence.png",
-        f"{FIG}/audit_bn_influence.pdf",
-        f"{NB}/audit_batchnorm.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/audit_batchnorm.csv",
+                f"{RES}/audit_bn_influence.csv",
+                f"{FIG}/audit_bn_influence.png",
+                f"{FIG}/audit_bn_influence.pdf",
+                f"{NB}/audit_batchnorm.ipynb",
+            ],
+            "audit_batchnorm",
+            AUDIT,
+            "BatchNorm channel",
+            "BatchNorm channel",
+        ),
     log:
         f"{NB_LOGS}/audit_batchnorm.log",
     params:
@@ -96,5 +134,7 @@ rule audit_batchnorm:
                                           "runs_dir": f"results/runs/{PROFILE.name}",
                                           "released": os.path.relpath(BN_RELEASED, f"results/runs/{PROFILE.name}")[:-5],
                                           "groupnorm": os.path.relpath(BN_GROUPNORM, f"results/runs/{PROFILE.name}")[:-5]}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"

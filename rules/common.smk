@@ -1,4 +1,4 @@
-"""Shared by every rule file: the profile (config/<name>.yaml with what it `extends:`, already validated
+"""Shared by every file of rules/: the profile (config/<name>.yaml with what it `extends:`, already validated
 against config/schema.yaml by the Snakefile), its output folders, its training runs, the data sets it lacks (a
 real run stops before any job; a dry run lists them), the papermill command of a notebook, the inputs of a job
 (deps: what triggers a rerun) and the targets of `rule all`. Defines no rule."""
@@ -6,17 +6,19 @@ real run stops before any job; a dry run lists them), the papermill command of a
 import atexit
 import glob
 import json
+import mimetypes
 import os
 import sys
 
 from snakemake.settings.enums import RerunTrigger
+from snakemake.settings.types import DeploymentMethod
 
 from dirdp.experiments import OBJECTS, Profile, Run, missing_data_message
 from dirdp.report import profile_run_paths
 
 
 def sources(*paths):
-    """The source files a rule depends on: each ``dirdp/<module>.py`` as named, or, where that module is
+    """The source files that rules depend on: each ``dirdp/<module>.py`` as named, or, where that module is
     a package (``dirdp/<module>/__init__.py``, which Python imports in its place), every .py file of it."""
     out = []
     for path in paths:
@@ -28,7 +30,12 @@ def sources(*paths):
     return out
 
 
-PY = sys.executable
+# The interpreter of every job: the one running Snakemake (the venv of scripts/setup.sh, or the conda env of
+# environment.yml activated by hand); with --software-deployment-method conda, the `python` of the env that each
+# rule's `conda:` directive (environment.yml) has Snakemake build and activate for the job.
+PY = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+# what every rule declares as its software (snakemake --lint asks for one; path relative to rules/)
+ENV = "../environment.yml"
 CORE = sources("dirdp/accountant.py", "dirdp/mechanism.py", "dirdp/theory.py", "dirdp/presets.py", "dirdp/paper.py",
                "dirdp/report/tables.py", "dirdp/provenance.py")
 REPORT = sources("dirdp/report/__init__.py", "dirdp/report/runs.py", "dirdp/report/compare.py", "dirdp/report/objects.py",
@@ -60,7 +67,7 @@ TRAIN = str(config.get("train", True)).lower() not in ("false", "0", "no")
 # reruns everything downstream of it (a table after its runs, the index after a table).
 def deps(*items):
     """The inputs of a job (paths or lists of paths), as an input function: each ``ancient()`` unless mtime is a
-    rerun trigger or the rule that makes it is forced (read when the DAG is built: the settings are not known yet
+    rerun trigger or the rules making it are forced (read when the DAG is built: the settings are not known yet
     while the rules are parsed)."""
     paths = [p for item in items for p in ([item] if isinstance(item, str) else item)]
 
@@ -155,3 +162,35 @@ BN_RELEASED = Run("mnist", 1.0, 0).path(PROFILE.name)
 BN_GROUPNORM = Run("mnist", 1.0, 0, norm="group").path(PROFILE.name)
 BN_TARGETS = [f"{RES}/audit_batchnorm.csv", f"{FIG}/audit_bn_influence.pdf"] if BN_RELEASED in RUNS else []
 FIXED_TARGETS += BN_TARGETS
+
+
+# `snakemake --report results/<profile>/report.html`: Snakemake's self-contained HTML report of the outputs flagged
+# report() here, the tables (CSV), figures (PNG; the PDFs are the same figures), executed notebooks and the index,
+# each with the caption report/captions/<caption>.rst of the rule that makes it, in a category by part of the paper
+# (report/workflow.rst is its front page). Only a file on disk when the workflow is read is flagged: Snakemake's
+# report stops at a flagged file that does not exist, so a profile's report shows what it has made and its index
+# (results/<profile>/README.md, in the report) says what is missing. Flags change no job: what runs, and when, is
+# the same with and without them.
+ACCURACY = "1. Accuracy: the paper's tables and figures (Section 4, appendices)"
+THEORY = "2. Privacy accounting and theory"
+BEYOND = "3. Beyond the paper: baselines, width, every run"
+AUDIT = "4. Privacy audit"
+INDEX = "5. Index"
+DATASET_NAMES = {"cifar10": "CIFAR10", "mnist": "MNIST", "fashionmnist": "FashionMNIST", "svhn": "SVHN",
+                 "dermamnist": "DermaMNIST"}
+_REPORTED_KINDS = {".csv": "table", ".png": "figure", ".ipynb": "executed notebook", ".md": "index"}
+mimetypes.add_type("application/x-ipynb+json", ".ipynb")  # the report offers an executed notebook as a download
+
+
+def report_outputs(paths, caption, category, subcategory, about):
+    """``paths`` (the outputs of one rule, in their order), each table, figure, executed notebook or index among
+    them that is on disk flagged for the report with caption report/captions/<caption>.rst, in ``category`` /
+    ``subcategory``, labelled with what it is ``about`` (e.g. "Table 2"), its kind and its file name."""
+    out = []
+    for path in paths:
+        kind = _REPORTED_KINDS.get(os.path.splitext(path)[1])
+        if kind and os.path.exists(path):
+            path = report(path, caption=f"../report/captions/{caption}.rst", category=category,
+                          subcategory=subcategory, labels={"about": about, "kind": kind, "file": os.path.basename(path)})
+        out.append(path)
+    return out

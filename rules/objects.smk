@@ -15,11 +15,14 @@ for _name in OBJECTS:
                 run_inputs(profile_run_paths(OBJECTS[_name], PROFILE)),  # its runs, and those of `also_show` on disk
             ),
         output:
-            object_outputs(_name),
+            report_outputs(object_outputs(_name), _name, ACCURACY, DATASET_NAMES[OBJECTS[_name].dataset],
+                           OBJECTS[_name].title),
         log:
             f"{NB_LOGS}/{_name}.log",
         params:
             cmd=papermill(_name, {"object_name": _name, "config": PROFILE_PARAM, "runs_root": "results/runs"}),
+        conda:
+            ENV
         shell:
             "{params.cmd}"
 
@@ -34,14 +37,24 @@ rule baselines_comparison:
             run_inputs([p for o in ("table2_mnist", "table4_fashionmnist") for p in profile_run_paths(OBJECTS[o], PROFILE)]),
         ),
     output:
-        f"{RES}/baselines_comparison.csv",
-        f"{FIG}/baselines_comparison.png",
-        f"{FIG}/baselines_comparison.pdf",
-        f"{NB}/baselines_comparison.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/baselines_comparison.csv",
+                f"{FIG}/baselines_comparison.png",
+                f"{FIG}/baselines_comparison.pdf",
+                f"{NB}/baselines_comparison.ipynb",
+            ],
+            "baselines_comparison",
+            BEYOND,
+            "Baselines",
+            "accuracy against eps, every method",
+        ),
     log:
         f"{NB_LOGS}/baselines_comparison.log",
     params:
         cmd=papermill("baselines_comparison", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"
 
@@ -56,14 +69,24 @@ rule width_effect:
             run_inputs(profile_run_paths(OBJECTS["table4_fashionmnist"], PROFILE)),
         ),
     output:
-        f"{RES}/width_effect.csv",
-        f"{FIG}/width_effect.png",
-        f"{FIG}/width_effect.pdf",
-        f"{NB}/width_effect.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/width_effect.csv",
+                f"{FIG}/width_effect.png",
+                f"{FIG}/width_effect.pdf",
+                f"{NB}/width_effect.ipynb",
+            ],
+            "width_effect",
+            BEYOND,
+            "Width",
+            "FashionMNIST accuracy against width",
+        ),
     log:
         f"{NB_LOGS}/width_effect.log",
     params:
         cmd=papermill("width_effect", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"
 
@@ -78,13 +101,23 @@ rule runs_summary:
             run_inputs(sorted(RUNS)),
         ),
     output:
-        f"{RES}/runs_summary.csv",
-        f"{FIG}/runs_accuracy_curves.png",
-        f"{FIG}/runs_accuracy_curves.pdf",
-        f"{NB}/runs_summary.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/runs_summary.csv",
+                f"{FIG}/runs_accuracy_curves.png",
+                f"{FIG}/runs_accuracy_curves.pdf",
+                f"{NB}/runs_summary.ipynb",
+            ],
+            "runs_summary",
+            BEYOND,
+            "Every run",
+            "every run of the profile",
+        ),
     log:
         f"{NB_LOGS}/runs_summary.log",
     params:
         cmd=papermill("runs_summary", {"runs_dir": f"results/runs/{PROFILE.name}"}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"

@@ -20,9 +20,13 @@ rule index:
             sources("dirdp/report/index.py", "dirdp/report/index_audit.py"),
         ),
     output:
-        f"{RES}/README.md",
+        report_outputs([f"{RES}/README.md"], "index", INDEX, "Index", "every object"),
+    log:
+        f"{NB_LOGS}/index.log",
     params:
-        profile=PROFILE.name,
-        readme=f" && {PY} -m dirdp readme --profile cpu" if PROFILE.name == "cpu" else "",
+        cmd=f"{PY} -m dirdp index --results {RES} --profile {PROFILE.name} --out {RES}/README.md"
+        + (f" && {PY} -m dirdp readme --profile cpu" if PROFILE.name == "cpu" else ""),
+    conda:
+        ENV
     shell:
-        "{PY} -m dirdp index --results {RES} --profile {params.profile} --out {output}{params.readme}"
+        "({params.cmd}) > {log} 2>&1"

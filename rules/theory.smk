@@ -12,16 +12,26 @@ rule table6_table7_rstar:
             CORE,
         ),
     output:
-        f"{RES}/table6.csv",
-        f"{RES}/table7.csv",
-        f"{RES}/table7_high_orders.csv",
-        f"{FIG}/h_of_r.png",
-        f"{FIG}/h_of_r.pdf",
-        f"{NB}/table6_table7_rstar.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/table6.csv",
+                f"{RES}/table7.csv",
+                f"{RES}/table7_high_orders.csv",
+                f"{FIG}/h_of_r.png",
+                f"{FIG}/h_of_r.pdf",
+                f"{NB}/table6_table7_rstar.ipynb",
+            ],
+            "table6_table7_rstar",
+            THEORY,
+            "Tables 6 and 7: r*",
+            "Tables 6 and 7",
+        ),
     log:
         f"{NB_LOGS}/table6_table7_rstar.log",
     params:
         cmd=papermill("table6_table7_rstar", {}),
+    conda:
+        ENV
     shell:
         "{params.cmd}"
 
@@ -35,14 +45,24 @@ rule theorem11_kappa_variance:
             CORE,
         ),
     output:
-        f"{RES}/theorem11_mc.csv",
-        f"{FIG}/theorem11_kappa_variance.png",
-        f"{FIG}/theorem11_kappa_variance.pdf",
-        f"{NB}/theorem11_kappa_variance.ipynb",
+        *report_outputs(
+            [
+                f"{RES}/theorem11_mc.csv",
+                f"{FIG}/theorem11_kappa_variance.png",
+                f"{FIG}/theorem11_kappa_variance.pdf",
+                f"{NB}/theorem11_kappa_variance.ipynb",
+            ],
+            "theorem11_kappa_variance",
+            THEORY,
+            "Theorem 11",
+            "Theorem 11",
+        ),
     log:
         f"{NB_LOGS}/theorem11_kappa_variance.log",
     params:
         cmd=papermill("theorem11_kappa_variance", config["theorem11"]),
+    conda:
+        ENV
     shell:
         "{params.cmd}"
 
@@ -59,10 +79,20 @@ rule explore_kappa:
             sorted(glob.glob("results/runs/cpu/mnist/alg1_eps*_seed0.json")),
         ),
     output:
-        f"{NB}/explore_kappa.ipynb",
+        *report_outputs(
+            [
+                f"{NB}/explore_kappa.ipynb",
+            ],
+            "explore_kappa",
+            THEORY,
+            "The kappa explorer",
+            "kappa explorer",
+        ),
     log:
         f"{NB_LOGS}/explore_kappa.log",
     params:
         cmd=papermill("explore_kappa", config["explore_kappa"]),
+    conda:
+        ENV
     shell:
         "{params.cmd}"

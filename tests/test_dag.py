@@ -46,7 +46,7 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 # what the workflow reads: copied into a temporary folder, so that no test writes into the repository
-WORKFLOW = ("Snakefile", "rules", "config", "notebooks", "dirdp", "profiles")
+WORKFLOW = ("Snakefile", "rules", "config", "notebooks", "dirdp", "profiles", "report")
 # a profile's results (CSVs, index, executed notebooks) and figures; the cpu profile's are committed
 COMMITTED_PROFILE = "cpu"
 

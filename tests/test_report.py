@@ -1,0 +1,117 @@
+"""`snakemake --report`: the self-contained HTML report of a profile builds from the files on disk, as a fresh clone
+has them (no .snakemake/ records, no data, nothing trained or run), and holds every table, figure, executed notebook
+and the index that the profile has made, each with its caption and in its category; an output not on disk is left
+out instead of stopping the report. `snakemake --lint` reports nothing but the one lint rules/train.smk documents."""
+
+import hashlib
+import json
+import re
+
+import pytest
+from test_dag import COMMITTED_PROFILE, REPO, copy_workflow, profile_outputs, snakemake
+
+from dirdp.experiments import OBJECTS
+
+P = COMMITTED_PROFILE  # the profile whose results are committed
+
+
+def report_data(html: str) -> tuple[dict, dict]:
+    """The report's results (path -> name, labels, caption, ...) and categories (category -> subcategory -> paths),
+    as the report's page declares them (`var results = {...};`, `var categories = {...};`)."""
+
+    def var(name):
+        return json.loads(re.search(r"^\s*var " + name + r" = (\{.*\});\s*$", html, flags=re.M).group(1))
+
+    return var("results"), var("categories")
+
+
+@pytest.fixture(scope="module")
+def committed_report(tmp_path_factory):
+    """The committed profile's report, built in a copy of the workflow and its committed outputs (the repository is
+    left alone) with no data root: returns the copy, the report's HTML and the snakemake process."""
+    work = copy_workflow(tmp_path_factory.mktemp("report"), outputs=True)
+    assert not (work / ".snakemake").exists()  # as a fresh clone: no run times, no records
+    (work / f"figures/{P}/width_effect.png").unlink()  # an output not on disk: left out, not an error
+    before = profile_outputs(work, P)
+    runs = sorted(p.name for p in (work / "results/runs").rglob("*.json"))
+    proc = snakemake("--report", f"results/{P}/report.html", "--configfile", f"config/{P}.yaml", cwd=work,
+                     data=work / "no-data")
+    html = (work / f"results/{P}/report.html").read_text()
+    (work / f"results/{P}/report.html").unlink()
+    assert profile_outputs(work, P) == before  # nothing was run: every output as it was
+    assert sorted(p.name for p in (work / "results/runs").rglob("*.json")) == runs  # nothing was trained
+    print(f"report: {len(html.encode())} bytes")
+    return work, html, proc
+
+
+def test_the_report_holds_every_table_figure_notebook_and_the_index_on_disk(committed_report):
+    work, html, proc = committed_report
+    results, categories = report_data(html)
+    on_disk = {str(p.relative_to(work)) for pattern in (f"results/{P}/*.csv", f"figures/{P}/*.png",
+                                                        f"results/{P}/notebooks/*.ipynb", f"results/{P}/README.md")
+               for p in work.glob(pattern)}
+    assert set(results) == on_disk  # each, and only what is there (width_effect.png was removed)
+    assert f"figures/{P}/width_effect.png" not in results and f"results/{P}/width_effect.csv" in results
+    assert sorted(p for subcats in categories.values() for paths in subcats.values() for p in paths) == sorted(results)
+    assert sorted(categories) == ["1. Accuracy: the paper's tables and figures (Section 4, appendices)",
+                                  "2. Privacy accounting and theory", "3. Beyond the paper: baselines, width, every run",
+                                  "4. Privacy audit", "5. Index"]
+    for path, entry in results.items():
+        assert entry["caption"].strip() and "{{" not in entry["caption"], path  # rendered, with the profile's name
+        assert entry["labels"]["file"] == path.rsplit("/", 1)[1]
+    assert "Missing metadata" in proc.stderr and "Could not detect mimetype" not in proc.stderr  # no records: no times
+    assert "it trains and runs nothing" in html  # the front page (report/workflow.rst)
+
+
+def test_every_paper_object_is_in_the_report_with_its_caption_and_data_set(committed_report):
+    _, html, _ = committed_report
+    results, categories = report_data(html)
+    accuracy = categories["1. Accuracy: the paper's tables and figures (Section 4, appendices)"]
+    for name, obj in OBJECTS.items():
+        stem = obj.figures[0] if obj.figures else name
+        files = [f"results/{P}/{name}.csv", f"figures/{P}/{stem}.png", f"results/{P}/notebooks/{name}.ipynb"]
+        for path in files:
+            assert path in results, path
+            assert f"{obj.title} of the paper" in results[path]["caption"]
+            assert results[path]["labels"]["about"] == obj.title
+        subcategory = {"cifar10": "CIFAR10", "mnist": "MNIST", "fashionmnist": "FashionMNIST", "svhn": "SVHN",
+                       "dermamnist": "DermaMNIST"}[obj.dataset]
+        assert set(files) <= set(accuracy[subcategory])
+    assert "Table 4 of the paper" in results[f"figures/{P}/fig3a_fashionmnist.png"]["caption"]
+    assert "Tables 6 and 7 of the paper" in results[f"figures/{P}/h_of_r.png"]["caption"]
+    assert "Theorem 11 of the paper" in results[f"results/{P}/theorem11_mc.csv"]["caption"]
+
+
+def test_every_caption_file_is_used():
+    captions = {p.stem for p in (REPO / "report/captions").glob("*.rst")}
+    rules = {"table6_table7_rstar", "theorem11_kappa_variance", "explore_kappa", "baselines_comparison",
+             "width_effect", "runs_summary", "audit_privacy", "audit_released_models", "audit_subspace",
+             "audit_batchnorm", "index"}
+    assert captions == set(OBJECTS) | rules
+    text = "\n".join(p.read_text() for p in sorted((REPO / "rules").glob("*.smk")))
+    for name in captions - set(OBJECTS):
+        assert f'"{name}",' in text, f"report/captions/{name}.rst: no rule uses it"
+
+
+def lints(output: str) -> set[tuple[str, str]]:
+    """(what, title) of every lint that `snakemake --lint` printed: what is "rule NAME" or "snakefile PATH"
+    (`--lint json` prints the text all the same in Snakemake 9.27)."""
+    found = set()
+    for block in output.split("Lints for ")[1:]:
+        what = re.match(r"(rule \w+|snakefile \S+)", block).group(1)
+        found |= {(what, title) for title in re.findall(r"^    \* (.*):$", block, flags=re.M)}
+    return found
+
+
+def test_lint_reports_only_the_documented_exception():
+    proc = snakemake("--lint", "--configfile", "config/smoke.yaml", check=False)
+    # rules/train.smk's docstring says why its command names {PY}: its text is the rule's code record
+    assert lints(proc.stdout + proc.stderr) == {("rule train", "Shell command directly uses variable PY from outside "
+                                                                "of the rule")}, proc.stderr
+    train = (REPO / "rules/train.smk").read_text()
+    assert "{PY} -m dirdp train" in train and "tests/test_report.py allows exactly this lint" in train
+
+
+def test_report_outputs_are_gitignored():
+    ignore = (REPO / ".gitignore").read_text()
+    assert "results/*/report.html" in ignore and "results/report.html" in ignore
