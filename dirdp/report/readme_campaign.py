@@ -9,6 +9,14 @@ import pandas as pd
 from dirdp.protocol import fmt_eps
 
 
+def acc(mean: float, std: float | None, n: int) -> str:
+    """Mean over seeds with its spread and n: "85.30 (n = 1)", "85.10 ± 0.21 (n = 3)"."""
+    mean = round(mean, 6)  # 85.07499999999999 and 85.075 (the same mean, read from two files) print alike
+    if n >= 2 and std is not None and not pd.isna(std):
+        return f"{mean:.2f} ± {std:.2f} (n = {n})"
+    return f"{mean:.2f} (n = {n})"
+
+
 def _paper(row) -> str:
     if pd.isna(row.paper_full_width):
         return "—"
@@ -45,7 +53,6 @@ def width_effect(src) -> str:
     where each wider width lands against the narrowest one's seeds."""
     t = src.csv("width_effect").sort_values(["eps", "width"])
     out = ["| FashionMNIST, eps | width | test acc. ours | paper (full width) | ours - paper |", "|---|---|---|---|---|"]
-    from dirdp.report.readme_sections import acc
     for row in t.itertuples():
         out.append(f"| {fmt_eps(row.eps)} | {row.width:g}x | {acc(row.mean, row.std, int(row.n))} | {_paper(row)} | "
                    f"{row.diff_to_paper:+.2f} |")

@@ -18,6 +18,7 @@ import pandas as pd
 
 from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
+from dirdp.report.readme_campaign import acc
 
 NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "dermamnist": "DermaMNIST",
          "svhn": "SVHN"}
@@ -72,14 +73,6 @@ class Sources:
         if method == "alg1":
             match.setdefault("norm", "batch")
         return [r for r in self.runs if r["method"] == method and all(r[k] == v for k, v in match.items())]
-
-
-def acc(mean: float, std: float | None, n: int) -> str:
-    """Mean over seeds with its spread and n: "85.30 (n = 1)", "85.10 ± 0.21 (n = 3)"."""
-    mean = round(mean, 6)  # 85.07499999999999 and 85.075 (the same mean, read from two files) print alike
-    if n >= 2 and std is not None and not pd.isna(std):
-        return f"{mean:.2f} ± {std:.2f} (n = {n})"
-    return f"{mean:.2f} (n = {n})"
 
 
 def minutes(seconds: list[float]) -> str:
