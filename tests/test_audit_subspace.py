@@ -128,3 +128,11 @@ def test_several_steps_at_q_below_one_detect_exactly_the_runs_that_sample_the_ca
                                                                                            delta=1e-5))
     r = res["claims"]["alg1"].r
     assert row["claimed_eps"] == accountant.epsilon(r=r, alpha=3.0, q=0.2, steps=3, delta=1e-5).epsilon
+
+
+def test_a_row_whose_trials_cannot_reach_the_claim_says_so():
+    from dirdp.audit.subspace import verdict
+    assert verdict(1.84, 0.93, 1.84) == "claim violated"
+    assert verdict(0.0, 0.92, 0.81) == "too few trials to test the claim"   # a perfect separation certifies 0.81
+    assert verdict(0.92, 0.92, 0.92) == "too few trials to test the claim"
+    assert verdict(0.0, 2.03, 3.28) == "no violation found"

@@ -234,6 +234,15 @@ def audit_rows(res: dict) -> list[dict]:
     return rows
 
 
+def verdict(eps_lower_bound: float, claimed_eps: float, most: float) -> str:
+    """What a row shows: "claim violated" when the lower bound exceeds the claim; "too few trials to test the
+    claim" when ``most`` (the smaller of the trial-count ceiling and the never-sampled bound) is at or below the
+    claim, so that no outcome of these trials could refute it; otherwise "no violation found"."""
+    if eps_lower_bound > claimed_eps:
+        return "claim violated"
+    return "too few trials to test the claim" if most <= claimed_eps else "no violation found"
+
+
 def subspace_audit_rows(model_name: str = "papernot_cnn", width: float = 1.0, **kw) -> list[dict]:
     """:func:`audit_rows` of :func:`subspace_residuals` (same keywords): all (method, adjacency) pairs share
     each trial's initialisation and its Jacobians at theta_0."""

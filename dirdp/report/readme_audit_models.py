@@ -47,6 +47,13 @@ def subspace(src) -> str:
             + " At the paper's q the canary is sampled at all only with probability 1 - (1 - q)^T, which caps any test "
             "that needs it (`exact_bound`): the column 'most the trials can show' is the smaller of that and the "
             "trial-count ceiling."]
+    weak = t[t[["ceiling", "exact_bound"]].min(axis=1) <= t.claimed_eps]
+    if len(weak):
+        out[-1] += (f" {len(weak)} row{'s' if len(weak) > 1 else ''} cannot test {'their' if len(weak) > 1 else 'its'} "
+                    "claim at this size, since even a perfect separation would certify no more than the claim ("
+                    + "; ".join(f"{r.setting}, {_model(r.model)}: at most {min(r.ceiling, r.exact_bound):.2f} for a "
+                                f"claim of {r.claimed_eps:.2f}" for r in weak.itertuples())
+                    + "): a bound of 0 there means too few trials, not a claim that holds.")
     return "\n".join(out)
 
 
