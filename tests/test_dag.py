@@ -46,7 +46,8 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 # what the workflow reads: copied into a temporary folder, so that no test writes into the repository
-WORKFLOW = ("Snakefile", "rules", "config", "notebooks", "dirdp", "profiles", "report")
+WORKFLOW = ("Snakefile", "rules", "config", "notebooks", "dirdp", "profiles", "report",
+            "environment.yml")  # every rule names environment.yml as its conda env: Snakemake reads it to record metadata
 # a profile's results (CSVs, index, executed notebooks) and figures; the cpu profile's are committed
 COMMITTED_PROFILE = "cpu"
 
