@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from dirdp.audit.subspace import verdict
 from dirdp.protocol import fmt_eps
 
 NAMES = {"cifar10": "CIFAR10", "dermamnist": "DermaMNIST"}
@@ -47,7 +48,8 @@ def subspace(src) -> str:
             + " At the paper's q the canary is sampled at all only with probability 1 - (1 - q)^T, which caps any test "
             "that needs it (`exact_bound`): the column 'most the trials can show' is the smaller of that and the "
             "trial-count ceiling."]
-    weak = t[t[["ceiling", "exact_bound"]].min(axis=1) <= t.claimed_eps]
+    weak = t[[verdict(r.eps_lower_bound, r.claimed_eps, min(r.ceiling, r.exact_bound)).startswith("too few")
+              for r in t.itertuples()]]
     if len(weak):
         out[-1] += (f" {len(weak)} row{'s' if len(weak) > 1 else ''} cannot test {'their' if len(weak) > 1 else 'its'} "
                     "claim at this size, since even a perfect separation would certify no more than the claim ("
