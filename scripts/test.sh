@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export MPLBACKEND=Agg
-.venv/bin/python -m pytest -q tests
-.venv/bin/python -m pytest -q --nbval-lax notebooks/
+.venv/bin/python -m pytest -q --durations=25 tests
+.venv/bin/python -m pytest -q --durations=10 --nbval-lax notebooks/
