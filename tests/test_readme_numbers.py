@@ -141,3 +141,13 @@ def test_the_width_reading_tests_only_what_the_seeds_allow():
     assert "1.32 times the seed std (2.81)" in outside
     welch = width_reading(float("inf"), (0.25, [91.5, 91.6]), (0.5, [92.5, 92.9]))
     assert "Welch t = " in welch and "eps = inf" in welch and "cannot tell" not in welch
+
+
+def test_the_profile_table_counts_each_profiles_training_runs():
+    """The README's profile table states each profile's number of training runs: it is what the profile plans."""
+    from dirdp.experiments import Profile
+
+    rows = re.findall(r"^\| `config/(\w+)\.yaml`[^|]*\|[^|]*\| ([\d,]+)[ (][^|]*\|", (REPO / "README.md").read_text(), re.M)
+    assert {name for name, _ in rows} == {"paper", "cpu", "gpu", "quick", "smoke"}, rows
+    for name, count in rows:
+        assert int(count.replace(",", "")) == len(Profile.load(REPO / "config" / f"{name}.yaml").all_runs()), name
