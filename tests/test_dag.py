@@ -170,19 +170,8 @@ def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
     assert all("gres=gpu:1" in b and "gpu=0" in b and "--threads 4" in b for b in train_jobs)
 
 
-@pytest.fixture(scope="module")
-def smoke_dag(tmp_path_factory, mirror_root):
-    """A copy of the workflow (Snakefile, rules, config, notebooks, profiles, the package sources) and of the
-    committed outputs, run end to end with config/smoke.yaml, so that the repository's results/ stay untouched.
-    Returns the folder, the process and the hashes of the committed profile's outputs taken before the run."""
-    work = copy_workflow(tmp_path_factory.mktemp("dag"), outputs=True)
-    before = profile_outputs(work, COMMITTED_PROFILE)
-    proc = snakemake("--cores", "2", "--configfile", "config/smoke.yaml", cwd=work, data=mirror_root)
-    return work, proc, before
-
-
 def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
-    work, _, _ = smoke_dag
+    work = smoke_dag.work
     for name in OBJECTS:
         assert (work / "results/smoke" / f"{name}.csv").exists()
     table, prov = provenance.read_csv(work / "results/smoke/table2_mnist.csv")
@@ -218,7 +207,7 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
 
 
 def test_the_smoke_run_leaves_the_committed_profile_outputs_byte_for_byte(smoke_dag):
-    work, _, before = smoke_dag
+    work, before = smoke_dag.work, smoke_dag.before
     assert any(f.startswith(f"results/{COMMITTED_PROFILE}/") for f in before)  # the committed results were copied
     assert any(f.startswith(f"figures/{COMMITTED_PROFILE}/") for f in before)
     assert profile_outputs(work, COMMITTED_PROFILE) == before
@@ -226,7 +215,7 @@ def test_the_smoke_run_leaves_the_committed_profile_outputs_byte_for_byte(smoke_
 
 
 def test_rerun_does_nothing_and_an_interrupted_dag_redoes_only_the_missing_run(smoke_dag):
-    work, _, _ = smoke_dag
+    work = smoke_dag.work
     again = snakemake("-n", "-q", "rules", "--configfile", "config/smoke.yaml", cwd=work)
     assert "Nothing to be done" in again.stdout + again.stderr
     # what an interrupted DAG leaves: one run unfinished, so nothing downstream of it was made
