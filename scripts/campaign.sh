@@ -6,6 +6,10 @@
 #   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops
 #   bash scripts/campaign.sh save     # stop, then commit finished results and the checkpoints of unfinished
 #                                     # runs (git add -f: they are ignored otherwise), so the next start resumes
+#   bash scripts/campaign.sh tables RUN.json...   # after runs land (committed): rebuild, in a clean checkout of
+#                                     # HEAD, every table, figure, notebook and index downstream of those runs (and
+#                                     # nothing else), copy them back, rewrite the README blocks and commit; DRY=1
+#                                     # only prints the plan
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
 # (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides), and
 # the runner holds each next start back while there are some. K=1 bash scripts/campaign.sh start for one.
@@ -72,8 +76,37 @@ case "${1:-start}" in
     fi
     "$PY" -m dirdp campaign status --config "$CONFIG"
     ;;
+  tables)
+    shift
+    [ $# -gt 0 ] || { echo "campaign: tables needs the run JSONs that landed, e.g. results/runs/cpu/mnist/alg1_eps1_seed2.json" >&2; exit 2; }
+    for run in "$@"; do
+      git cat-file -e "HEAD:$run" 2>/dev/null || {
+        echo "campaign: $run is not in HEAD: commit it first (bash scripts/campaign.sh save) so the checkout has it" >&2; exit 2; }
+    done
+    dirty=$(git status --porcelain --untracked-files=no -- . ':(exclude)results' ':(exclude)figures')
+    [ -z "$dirty" ] || { echo "campaign: note: these uncommitted changes are not used (the tables are made by HEAD's code):" >&2; echo "$dirty" >&2; }
+    repo=$(pwd) head=$(git rev-parse HEAD) tmp=$(mktemp -d)
+    wt="$tmp/checkout"
+    git worktree add -q --detach "$wt" HEAD
+    trap 'git -C "$repo" worktree remove --force "$wt"; rm -rf "$tmp"' EXIT
+    # the checkout's files all get one old time, then the runs that landed a newer one: with file times as the only
+    # rerun trigger, Snakemake plans exactly the jobs downstream of those runs (train=false: the runs are inputs)
+    find "$wt" -path "$wt/.git" -prune -o -exec touch -h -d '2000-01-01 00:00:00' {} +
+    for run in "$@"; do touch "$wt/$run"; done
+    args=(--cores 1 --configfile "$CONFIG" --config train=false --rerun-triggers mtime)
+    [ "${DRY:-0}" = 1 ] && args+=(-n -q rules)
+    (cd "$wt" && PYTHONPATH="$wt" "$repo/$PY" -m snakemake "${args[@]}")
+    [ "${DRY:-0}" = 1 ] && exit 0
+    changed=$(git -C "$wt" status --porcelain --untracked-files=all -- results figures | awk '{print $2}')
+    for f in $changed; do mkdir -p "$(dirname "$f")"; cp "$wt/$f" "$f"; done
+    profile=$("$PY" -c "import yaml; print(yaml.safe_load(open('$CONFIG'))['profile'])")
+    "$PY" -m dirdp readme --profile "$profile"
+    git add -- $changed README.md
+    git commit -q -m "results ($profile): tables, figures and index downstream of $(echo "$@" | sed "s#results/runs/$profile/##g") (clean checkout of ${head:0:8}); README blocks regenerated"
+    echo "campaign: committed $(git rev-parse --short HEAD): $(echo $changed | wc -w) files"
+    ;;
   *)
-    echo "usage: bash scripts/campaign.sh [start|status|stop|save]" >&2
+    echo "usage: bash scripts/campaign.sh [start|status|stop|save|tables RUN.json...]" >&2
     exit 2
     ;;
 esac
