@@ -5,7 +5,9 @@ tests/data/ckpt_421b8cb/ holds checkpoints written at step 5 of 12 by commit 421
 registry and the one loop), for Algorithm 1 at eps = 1 and eps = inf and for DP-SGD at eps = 2, on the tiny
 MNIST of conftest.tiny_root, and ``expected.json``: each run's final params_sha256 and curves, uninterrupted,
 under that commit. Made by a throwaway script run in a checkout of 421b8cb (patching
-``training._save_atomic`` to keep the step-5 checkpoint)."""
+``training._save_atomic`` to keep the step-5 checkpoint), on a 2-core machine: torch's default of 2 intra-op
+threads. The thread count sets how CPU kernels split their reductions, so the hashes hold only at 2 threads:
+the tests pin it (on a machine with more cores, or under OMP_NUM_THREADS=1, the default would differ)."""
 
 import json
 import math
@@ -13,12 +15,22 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from dirdp.data import load
 from dirdp.training import make_config, train
 
 FIXTURE = Path(__file__).parent / "data" / "ckpt_421b8cb"
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
+FIXTURE_THREADS = 2  # torch's intra-op threads when the fixture was made
+
+
+@pytest.fixture(autouse=True)
+def fixture_threads():
+    before = torch.get_num_threads()
+    torch.set_num_threads(FIXTURE_THREADS)
+    yield
+    torch.set_num_threads(before)
 
 
 def _run(name: str, tiny_root):
