@@ -151,3 +151,39 @@ def test_the_profile_table_counts_each_profiles_training_runs():
     assert {name for name, _ in rows} == {"paper", "cpu", "gpu", "quick", "smoke"}, rows
     for name, count in rows:
         assert int(count.replace(",", "")) == len(Profile.load(REPO / "config" / f"{name}.yaml").all_runs()), name
+
+
+def test_single_against_seeds_says_how_far_and_whether_inside():
+    from dirdp.report.readme_campaign import single_against_seeds
+    assert single_against_seeds(99.0, [98.78, 98.99, 99.06]) == ("0.39 times", "inside")  # (99.0 - 98.943) / 0.146
+    assert single_against_seeds(98.5, [98.78, 98.99, 99.06]) == ("3.04 times", "outside")
+    with pytest.raises(ValueError, match="found 1"):
+        single_against_seeds(98.5, [98.78])
+
+
+def test_the_groupnorm_sentence_reads_its_run_against_the_batchnorm_seeds(tmp_path):
+    """Once the GroupNorm run is in audit_batchnorm.csv, the block sets it beside its BatchNorm twin (same seed) and
+    against every seed of the twin's setting, from the run files."""
+    import statistics
+
+    import pandas as pd
+
+    from dirdp.provenance import read_csv, write_csv
+    from dirdp.report.runs import read_run, run_files
+
+    results = _copy_results(tmp_path)
+    path = results / "cpu" / "audit_batchnorm.csv"
+    table, prov = read_csv(path)
+    bn = table[table.measure == "test accuracy"]
+    assert len(bn) == 1  # the committed file: only the BatchNorm run
+    seeds = [r["test"] for r in map(read_run, run_files(results / "runs" / "cpu")) if r["dataset"] == "mnist"
+             and r["method"] == "alg1" and r["norm"] == "batch" and r["eps"] == 1 and r["width"] == 0.25]
+    assert len(seeds) >= 2
+    gn = bn.assign(model="GroupNorm twin", value=min(seeds) - 1.0, run="results/runs/cpu/mnist/alg1_gn_eps1_seed0.json")
+    write_csv(pd.concat([table, gn], ignore_index=True), path, prov)
+    text = readme.render(results, "cpu")["audit-batchnorm"][1]
+    mean, std = sum(seeds) / len(seeds), statistics.stdev(seeds)
+    assert f"test accuracy {min(seeds) - 1.0:.2f} against {bn.value.iloc[0]:.2f} with BatchNorm" in text
+    assert f"BatchNorm over its {len(seeds)} seeds gives {mean:.2f} ± {std:.2f} (n = {len(seeds)})" in text
+    assert f"lies outside their range, {(mean - min(seeds) + 1.0) / std:.2f} times their seed std" in text
+    assert "nothing is tested" in text and "has not finished" not in text

@@ -91,10 +91,37 @@ def batchnorm(src) -> str:
     if len(acc) == 2:
         bn, g = acc.iloc[0], acc.iloc[1]
         text += (f"GroupNorm instead (`--norm group`, same data, eps, seed and width): test accuracy {g.value:.2f} "
-                 f"against {bn.value:.2f} with BatchNorm, {g.value - bn.value:+.2f} points (n = 1 each).")
+                 f"against {bn.value:.2f} with BatchNorm, {g.value - bn.value:+.2f} points (n = 1 each)")
+        text += _against_batchnorm_seeds(src, bn.run, g.value)
     else:
         text += "The GroupNorm run (`--norm group`) has not finished yet: its accuracy cost is not measured."
     return text
+
+
+def _against_batchnorm_seeds(src, bn_run: str, groupnorm_test: float) -> str:
+    """The end of the GroupNorm sentence: where the one GroupNorm run lands against every seed of its BatchNorm
+    twin's setting (same data, method, eps and width), when two seeds or more ran; else a full stop."""
+    from pathlib import Path
+
+    from dirdp.report.readme_campaign import acc, single_against_seeds
+
+    twin = [r for r in src.runs if Path(r["path"]).parts[-2:] == Path(bn_run).parts[-2:]]
+    if len(twin) != 1:
+        raise ValueError(f"{bn_run}: the BatchNorm run of audit_batchnorm.csv is not among {src.runs_dir}'s runs.")
+    t = twin[0]
+    seeds = [r["test"] for r in src.runs_of("alg1", dataset=t["dataset"], eps=t["eps"], width=t["width"], q=t["q"],
+                                            steps=t["steps"])]
+    if len(seeds) < 2:
+        return "."
+    far, where = single_against_seeds(groupnorm_test, seeds)
+    return (f"; BatchNorm over its {len(seeds)} seeds gives {acc(sum(seeds) / len(seeds), _std(seeds), len(seeds))}, "
+            f"and the GroupNorm run lies {where} their range, {far} their seed std from their mean; GroupNorm's own "
+            "seed spread is unmeasured (n = 1), so nothing is tested.")
+
+
+def _std(values: list[float]) -> float:
+    import statistics
+    return statistics.stdev(values)
 
 
 def membership_learned(src) -> str:

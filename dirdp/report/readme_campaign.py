@@ -41,11 +41,20 @@ def width_reading(eps: float, narrow: tuple[float, list[float]], wide: tuple[flo
     spread = a if len(a) >= 2 else b
     if len(spread) < 2:
         return text + ": one run at each width, no spread to compare with (n = 1 claims nothing more)."
-    s = pd.Series(spread).std()
-    where = "inside" if min(spread) <= (b if spread is a else a)[0] <= max(spread) else "outside"
-    return (text + f", {abs(mean1 - mean0) / s:.2f} times the seed std ({s:.2f}) of the width with n >= 2, and the "
+    far, where = single_against_seeds((b if spread is a else a)[0], spread)
+    return (text + f", {far} the seed std ({pd.Series(spread).std():.2f}) of the width with n >= 2, and the "
             f"single run lies {where} that width's range: n = 1 at one width cannot tell a width effect from "
             "the seed-to-seed spread.")
+
+
+def single_against_seeds(value: float, seeds: list[float]) -> tuple[str, str]:
+    """Where one run lands against n >= 2 runs of another setting (the one rule for n = 1 against seeds): how far
+    from their mean in their seed std ("1.23 times"), and "inside" or "outside" their range. Nothing is tested."""
+    if len(seeds) < 2:
+        raise ValueError(f"need two runs or more to have a spread; found {len(seeds)}.")
+    s = pd.Series(seeds)
+    return (f"{abs(value - s.mean()) / s.std():.2f} times",
+            "inside" if min(seeds) <= value <= max(seeds) else "outside")
 
 
 def width_effect(src) -> str:

@@ -294,7 +294,7 @@ def builders() -> dict:
         "audit-membership": (audit.membership, f"{r}/audit_membership.csv, {r}/audit_released_models.csv"),
         "audit-membership-learned": (models.membership_learned, f"{r}/audit_released_models.csv, results/runs/{{p}}/"),
         "audit-subspace": (models.subspace, f"{r}/audit_subspace.csv"),
-        "audit-batchnorm": (models.batchnorm, f"{r}/audit_batchnorm.csv"),
+        "audit-batchnorm": (models.batchnorm, f"{r}/audit_batchnorm.csv, results/runs/{{p}}/mnist/"),
         "table7-high-orders": (models.table7_high_orders, f"{r}/table7_high_orders.csv"),
     }
 
