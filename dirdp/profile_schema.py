@@ -32,9 +32,30 @@ def schema() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
+def _jsonschema():
+    """``import jsonschema``, without the 7-8 s its format module spends when rfc3987-syntax is installed (JupyterLab's
+    ``jsonschema[format-nongpl]`` brings it): that import compiles 38 lark grammars for the "iri" formats, on every
+    Snakemake start (each DAG, dry run and SLURM job step). Profiles check no formats, so for that one import the
+    package reads as absent (jsonschema then leaves "iri" and "iri-reference" unchecked in this process, as it does
+    wherever rfc3987-syntax is not installed); nothing else changes, and a jsonschema imported before is used as is."""
+    import sys
+
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    hide = "rfc3987_syntax" not in sys.modules
+    if hide:
+        sys.modules["rfc3987_syntax"] = None  # import raises ImportError, which jsonschema's _format suppresses
+    try:
+        import jsonschema
+    finally:
+        if hide and sys.modules.get("rfc3987_syntax", False) is None:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
 @lru_cache(maxsize=None)
 def _validator(partial: bool):
-    from jsonschema import Draft202012Validator
+    Draft202012Validator = _jsonschema().Draft202012Validator
 
     s = dict(schema())
     if partial:  # an overlay (--config): nothing is required
