@@ -7,8 +7,9 @@ gzip-compressed or plain IDX files); CIFAR-10 and SVHN through ``torchvision.dat
 without, a :class:`DatasetMissingError` names the files expected, where to put them and how to
 fetch them.
 
-Normalisation uses fixed, public per-channel constants (never statistics of the private
-training set). CIFAR-10 augmentation (Section 4.1.2: random crop with 4-pixel zero padding and
+Normalisation uses fixed per-channel constants: the usual published ones, which are the mean and std
+of each data set's own training split (public numbers, but derived from the training data; none is
+computed at run time). CIFAR-10 augmentation (Section 4.1.2: random crop with 4-pixel zero padding and
 horizontal flip) runs batched on tensors with the training generator.
 """
 
@@ -22,9 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import torch
-
-from dirdp.augment import random_crop_flip  # noqa: F401  (Section 4.1.2's CIFAR-10 augmentation)
 
 
 class DatasetMissingError(FileNotFoundError):
@@ -298,6 +296,8 @@ def load(name: str, split: str, *, root: str | os.PathLike | None = None, downlo
             raise
         raise DatasetMissingError(f"the data root {root.resolve()} does not exist (check --data-root or "
                                   f"$DIRDP_DATA).\n{err}") from None
+    import torch
+
     x = torch.from_numpy(np.array(images, dtype=np.uint8)).float().div_(255.0)
     if x.shape[1:] != (spec.channels, spec.size, spec.size):
         raise ValueError(f"{spec.name} {split}: expected images of shape {(spec.channels, spec.size, spec.size)}, "
@@ -306,3 +306,12 @@ def load(name: str, split: str, *, root: str | os.PathLike | None = None, downlo
     std = torch.tensor(spec.std).view(1, -1, 1, 1)
     y = torch.from_numpy(np.asarray(labels, dtype=np.int64).copy())
     return Split((x - mean) / std, y)
+
+
+def __getattr__(name: str):
+    # torch is imported where a split is loaded, not with this module: the Snakefile reads the data specs and the
+    # file lists of every profile at each start (test: tests/test_data.py), and torch's import is seconds of it
+    if name == "random_crop_flip":  # Section 4.1.2's CIFAR-10 augmentation, as dirdp.data offered it
+        from dirdp.augment import random_crop_flip
+        return random_crop_flip
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -134,3 +134,24 @@ def test_a_failed_load_creates_no_folders(tmp_path):
         with pytest.raises(data.DatasetMissingError, match=f"the data root {root} does not exist"):
             data.load(name, "train", root=root, download=False)
     assert not (tmp_path / "a").exists()
+
+
+def test_what_the_snakefile_imports_leaves_torch_out():
+    """Every Snakemake start reads the data specs and file lists (dirdp.experiments, dirdp.report): without torch,
+    whose import is seconds of each start; a split still loads, and dirdp.data.random_crop_flip is still there."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import sys\n"
+            "import dirdp.experiments, dirdp.report, dirdp.profile_schema\n"
+            "print('torch' in sys.modules)\n"
+            "from dirdp import data\n"
+            "assert data.get_spec('cifar10').channels == 3 and callable(data.random_crop_flip)\n"
+            "print('torch' in sys.modules)\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "True"]  # random_crop_flip brings torch, on first use
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        data.nothing  # noqa: B018
