@@ -97,13 +97,16 @@ case "${1:-start}" in
     [ "${DRY:-0}" = 1 ] && args+=(-n -q rules)
     (cd "$wt" && PYTHONPATH="$wt" "$repo/$PY" -m snakemake "${args[@]}")
     [ "${DRY:-0}" = 1 ] && exit 0
-    changed=$(git -C "$wt" status --porcelain --untracked-files=all -- results figures | awk '{print $2}')
-    for f in $changed; do mkdir -p "$(dirname "$f")"; cp "$wt/$f" "$f"; done
+    # what the checkout's jobs wrote (NUL-separated "XY path" entries: any file name survives)
+    mapfile -d '' -t entries < <(git -C "$wt" status --porcelain -z --untracked-files=all -- results figures)
+    changed=()
+    for e in "${entries[@]}"; do changed+=("${e:3}"); done
+    for f in "${changed[@]}"; do mkdir -p "$(dirname "$f")"; cp "$wt/$f" "$f"; done
     profile=$("$PY" -c "import yaml; print(yaml.safe_load(open('$CONFIG'))['profile'])")
     "$PY" -m dirdp readme --profile "$profile"
-    git add -- $changed README.md
+    git add -- "${changed[@]}" README.md
     git commit -q -m "results ($profile): tables, figures and index downstream of $(echo "$@" | sed "s#results/runs/$profile/##g") (clean checkout of ${head:0:8}); README blocks regenerated"
-    echo "campaign: committed $(git rev-parse --short HEAD): $(echo $changed | wc -w) files"
+    echo "campaign: committed $(git rev-parse --short HEAD): ${#changed[@]} files"
     ;;
   *)
     echo "usage: bash scripts/campaign.sh [start|status|stop|save|tables RUN.json...]" >&2

@@ -27,6 +27,21 @@ def mirror_root() -> Path:
     return root
 
 
+def pinned_torch_threads(n: int, scope: str = "function"):
+    """An autouse fixture for the module that assigns it (``threads = pinned_torch_threads(1, "module")``): torch's
+    intra-op threads pinned to ``n`` while the module's tests run, the count before restored after. One thread for
+    tiny tensors (threads only add overhead: tenfold on a busy machine); a fixed count where a result depends on it
+    (CPU kernels split reductions by thread)."""
+    @pytest.fixture(scope=scope, autouse=True)
+    def pinned():
+        import torch
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        yield
+        torch.set_num_threads(before)
+    return pinned
+
+
 def write_idx(path: Path, array: np.ndarray) -> None:
     """An unsigned-byte IDX file (gzip-compressed if the name ends in .gz)."""
     header = bytes([0, 0, 0x08, array.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in array.shape)

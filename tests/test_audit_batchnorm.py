@@ -13,13 +13,10 @@ from dirdp import accountant
 from dirdp.audit import batchnorm
 from dirdp.models import build_model
 
+from conftest import pinned_torch_threads
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+
+one_thread = pinned_torch_threads(1, "module")  # tiny tensors: threads only add overhead
 
 
 @pytest.mark.parametrize("order", [2.0, 3.5, 8.0])

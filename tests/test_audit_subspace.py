@@ -12,18 +12,14 @@ from dirdp import accountant
 from dirdp.audit import canary, subspace, subspace_setup
 from dirdp.presets import PRESETS
 
+from conftest import pinned_torch_threads
+
 TINY = ("papernot_cnn", 0.25)  # 1902 parameters; D of 10 records spans at most 100 directions
 N_RECORDS = 10
 TRIALS = 64  # 32 held out per world: a perfect test certifies ln(1 / 0.109) = 2.2 > the claimed 2.03
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny tensors: threads only add overhead (on a busy machine, tenfold)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+one_thread = pinned_torch_threads(1, "module")  # tiny tensors: threads only add overhead
 
 
 @pytest.fixture(scope="module")

@@ -20,17 +20,12 @@ import torch
 from dirdp.data import load
 from dirdp.training import make_config, train
 
+from conftest import pinned_torch_threads
+
 FIXTURE = Path(__file__).parent / "data" / "ckpt_421b8cb"
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
 FIXTURE_THREADS = 2  # torch's intra-op threads when the fixture was made
-
-
-@pytest.fixture(autouse=True)
-def fixture_threads():
-    before = torch.get_num_threads()
-    torch.set_num_threads(FIXTURE_THREADS)
-    yield
-    torch.set_num_threads(before)
+fixture_threads = pinned_torch_threads(FIXTURE_THREADS)
 
 
 def _run(name: str, tiny_root):

@@ -187,3 +187,21 @@ def test_the_groupnorm_sentence_reads_its_run_against_the_batchnorm_seeds(tmp_pa
     assert f"BatchNorm over its {len(seeds)} seeds gives {mean:.2f} ± {std:.2f} (n = {len(seeds)})" in text
     assert f"lies outside their range, {(mean - min(seeds) + 1.0) / std:.2f} times their seed std" in text
     assert "nothing is tested" in text and "has not finished" not in text
+
+
+def test_a_batchnorm_twin_missing_from_the_runs_is_a_readme_error_that_says_what_to_do(tmp_path):
+    """audit_batchnorm.csv naming a BatchNorm run the runs folder lacks (inconsistent results) is the README
+    generator's clear error (exit 2 through the CLI), not a bare ValueError's traceback."""
+    import pandas as pd
+
+    from dirdp.provenance import read_csv, write_csv
+
+    results = _copy_results(tmp_path)
+    path = results / "cpu" / "audit_batchnorm.csv"
+    table, prov = read_csv(path)
+    bn = table.measure == "test accuracy"
+    table.loc[bn, "run"] = "results/runs/cpu/mnist/alg1_eps1_seed99.json"
+    gn = table[bn].assign(model="GroupNorm twin", run="results/runs/cpu/mnist/alg1_gn_eps1_seed0.json")
+    write_csv(pd.concat([table, gn], ignore_index=True), path, prov)
+    with pytest.raises(readme.ReadmeError, match=r"alg1_eps1_seed99\.json.*not among.*rerun the notebook audit_batchnorm"):
+        readme.render(results, "cpu")

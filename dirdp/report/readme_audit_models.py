@@ -103,25 +103,26 @@ def _against_batchnorm_seeds(src, bn_run: str, groupnorm_test: float) -> str:
     twin's setting (same data, method, eps and width), when two seeds or more ran; else a full stop."""
     from pathlib import Path
 
+    import pandas as pd
+
     from dirdp.report.readme_campaign import acc, single_against_seeds
+    from dirdp.report.readme_sections import ReadmeError
 
     twin = [r for r in src.runs if Path(r["path"]).parts[-2:] == Path(bn_run).parts[-2:]]
     if len(twin) != 1:
-        raise ValueError(f"{bn_run}: the BatchNorm run of audit_batchnorm.csv is not among {src.runs_dir}'s runs.")
+        raise ReadmeError(f"{bn_run}: the BatchNorm run named by results/{src.profile}/audit_batchnorm.csv is not among "
+                          f"{src.runs_dir}'s runs (found {len(twin)}): rerun the notebook audit_batchnorm for this "
+                          "profile, or restore that run's JSON.")
     t = twin[0]
     seeds = [r["test"] for r in src.runs_of("alg1", dataset=t["dataset"], eps=t["eps"], width=t["width"], q=t["q"],
                                             steps=t["steps"])]
     if len(seeds) < 2:
         return "."
     far, where = single_against_seeds(groupnorm_test, seeds)
-    return (f"; BatchNorm over its {len(seeds)} seeds gives {acc(sum(seeds) / len(seeds), _std(seeds), len(seeds))}, "
+    s = pd.Series(seeds)
+    return (f"; BatchNorm over its {len(seeds)} seeds gives {acc(s.mean(), s.std(), len(seeds))}, "
             f"and the GroupNorm run lies {where} their range, {far} their seed std from their mean; GroupNorm's own "
             "seed spread is unmeasured (n = 1), so nothing is tested.")
-
-
-def _std(values: list[float]) -> float:
-    import statistics
-    return statistics.stdev(values)
 
 
 def membership_learned(src) -> str:
