@@ -357,3 +357,23 @@ def test_an_empty_value_after_equals_dashes_is_a_usage_error(capsys):
     # argparse (Python 3.11) turns "--delta=--" into [] instead of refusing it
     assert cli(["epsilon", "--preset", "mnist", "--r", "0.3", "--delta=--"]) == 2
     assert "argument --delta: expected one argument" in capsys.readouterr().err
+
+
+def test_every_flag_of_every_command_says_what_it_does():
+    """`python -m dirdp <command> --help` documents each of its arguments (a flag with no help is one a reader
+    has to find in the code)."""
+    import argparse
+
+    from dirdp.cli import build_parser
+
+    def parsers(parser, path=("dirdp",)):
+        yield path, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from parsers(sub, path + (name,))
+
+    bare = [f"{' '.join(path)} {a.option_strings[0] if a.option_strings else a.dest}"
+            for path, parser in parsers(build_parser()) for a in parser._actions
+            if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
+    assert len(list(parsers(build_parser()))) > 8 and bare == []
