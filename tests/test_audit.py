@@ -184,6 +184,22 @@ def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mi
     assert training.accuracy(net, data["test"]) == res["test_accuracy"]
 
 
+@pytest.mark.parametrize("norm", ["batch", "group"])
+def test_a_released_models_membership_row_says_which_normalisation_it_had(tmp_path, mirror_root, monkeypatch, norm):
+    """Two released Algorithm-1 models of one setting differing only in --norm must not share a label in the
+    membership table (README and audit_released_models.csv)."""
+    from dirdp import audit, training
+
+    monkeypatch.setenv("DIRDP_DATA", str(mirror_root))
+    cfg = training.make_config("mnist", 1.0, 0, steps=2, q=0.01, width=0.125, train_subset=200, eval_every=2,
+                               norm=norm)
+    training.train(cfg, tmp_path / "run.json", data=training.load_data(cfg, mirror_root), progress=False)
+    row = audit.released_model_mia(tmp_path / "run.json", n=50)
+    assert row["model"] == ("inception (reduced width (0.125x channels)" + (", GroupNorm" if norm == "group" else "")
+                            + ")"), row["model"]
+    assert row["method"] == "alg1" and 0.0 <= row["auc"] <= 1.0
+
+
 def test_roc_statistics_against_their_definitions():
     gen = torch.Generator().manual_seed(0)
     s_out = torch.randn(4000, generator=gen)

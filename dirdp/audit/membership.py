@@ -52,7 +52,9 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     res = json.loads(open(result_path).read())
     eps = float(res["eps_target"])  # the JSON stores inf as "inf"
     method = res.get("method", "alg1") if math.isfinite(eps) else "non-private"
-    return dict(method=method, model=f"{res['model']} ({res['width_label']})",
+    from dirdp.report.runs import model_label, read_run
+
+    return dict(method=method, model=f"{res['model']} ({model_label(read_run(result_path))})",
                 data=f"{res['dataset']}: {n} training vs {n} test records", q=res["q"], T=res["steps"],
                 claimed_eps=eps, certified_eps=float(res["epsilon"]), test_accuracy=res["test_accuracy"],
                 **loss_threshold_attack(net, pick(data["train"]), pick(data["test"])))

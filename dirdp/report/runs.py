@@ -55,6 +55,12 @@ def read_run(path: str | Path) -> dict:
     )
 
 
+def model_label(run: dict) -> str:
+    """A run's width label (from :func:`read_run`), with ", GroupNorm" where Algorithm 1 ran with GroupNorm
+    (``--norm group``; not the paper's model): the one label the tables and the audits give a released model."""
+    return run["width_label"] + (", GroupNorm" if run["norm"] == "group" and run["method"] == "alg1" else "")
+
+
 def _norm(rec: dict) -> str:
     """What normalised the run's model (the result's ``norm``: batch, group or none); for a file made before that
     field existed, what the model of its method was: none for the Papernot CNN and LATENT, group for DP-SGD's
@@ -89,7 +95,7 @@ def collect(root: str | Path = "results/runs") -> pd.DataFrame:
         std = float(cell["std"].iloc[0]) if len(cell) and not pd.isna(cell["std"].iloc[0]) else None
         rows.append(dict(
             run=str(path), dataset=run["dataset"], method=run["method"], width=run["width"],
-            width_label=run["width_label"] + (", GroupNorm" if run["norm"] == "group" and run["method"] == "alg1" else ""), protocol=run["protocol"], eps=run["eps"], seed=run["seed"], q=run["q"],
+            width_label=model_label(run), protocol=run["protocol"], eps=run["eps"], seed=run["seed"], q=run["q"],
             steps=run["steps"], rstar=run["rstar"], certified_eps=run["certified_eps"], test_accuracy=run["test"],
             paper_accuracy=mean, paper_std=std, diff=None if mean is None else round(run["test"] - mean, 2),
             wall_time_min=round(run["wall_time_s"] / 60, 1), device=run["device"], git_commit=run["git_commit"],
