@@ -105,8 +105,7 @@ def _against_batchnorm_seeds(src, bn_run: str, groupnorm_test: float) -> str:
 
     import pandas as pd
 
-    from dirdp.report.readme_campaign import acc, single_against_seeds
-    from dirdp.report.readme_sections import ReadmeError
+    from dirdp.report.readme_campaign import ReadmeError, acc, single_against_seeds
 
     twin = [r for r in src.runs if Path(r["path"]).parts[-2:] == Path(bn_run).parts[-2:]]
     if len(twin) != 1:

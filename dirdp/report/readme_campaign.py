@@ -9,6 +9,12 @@ import pandas as pd
 from dirdp.protocol import fmt_eps
 
 
+class ReadmeError(ValueError):
+    """A README or results folder the README generator cannot use; the message says which and what to do. Defined
+    here, the one README module that imports no other (every block module may raise it without an import circle);
+    :mod:`dirdp.report.readme` re-exports it."""
+
+
 def acc(mean: float, std: float | None, n: int) -> str:
     """Mean over seeds with its spread and n: "85.30 (n = 1)", "85.10 ± 0.21 (n = 3)"."""
     mean = round(mean, 6)  # 85.07499999999999 and 85.075 (the same mean, read from two files) print alike

@@ -18,15 +18,11 @@ import pandas as pd
 
 from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
-from dirdp.report.readme_campaign import acc
+from dirdp.report.readme_campaign import ReadmeError, acc
 
 NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "dermamnist": "DermaMNIST",
          "svhn": "SVHN"}
 TABLES = {"mnist": "table2_mnist", "fashionmnist": "table4_fashionmnist"}
-
-
-class ReadmeError(ValueError):
-    """A README or results folder the README generator cannot use; the message says which and what to do."""
 
 
 class Sources:
