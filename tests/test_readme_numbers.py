@@ -212,3 +212,26 @@ def test_a_batchnorm_twin_missing_from_the_runs_is_a_readme_error_that_says_what
     write_csv(pd.concat([table, gn], ignore_index=True), path, prov)
     with pytest.raises(readme.ReadmeError, match=r"alg1_eps1_seed99\.json.*not among.*rerun the notebook audit_batchnorm"):
         readme.render(results, "cpu")
+
+
+def _membership_rows(block: str) -> list[list[str]]:
+    lines = [ln.strip() for ln in block.splitlines() if ln.strip().startswith("| ") and "---" not in ln]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines]
+
+
+def test_each_row_of_the_released_models_membership_table_names_one_model(tmp_path):
+    """Rows of the membership table on the released models are told apart by what trained them (model, method,
+    claimed eps, seed), not only by their numbers; the seed is the run JSON's."""
+    import json
+
+    head, *rows = _membership_rows(readme.render(REPO / "results", "cpu")["audit-membership-learned"][1])
+    key = [head.index(c) for c in ("model", "method", "claimed eps", "seed")]
+    ids = [tuple(r[i] for i in key) for r in rows]
+    assert len(rows) >= 2 and len(set(ids)) == len(ids), ids
+    results = _copy_results(tmp_path)
+    path = results / "runs" / "cpu" / "mnist" / "alg1_eps1_seed1.json"
+    rec = json.loads(path.read_text())
+    path.write_text(json.dumps({**rec, "seed": 7}))
+    _, *moved = _membership_rows(readme.render(results, "cpu")["audit-membership-learned"][1])
+    seeds = [r[head.index("seed")] for r in moved if r[head.index("test accuracy")] == f"{rec['test_accuracy']:.2f}"]
+    assert seeds == ["7"], seeds

@@ -38,9 +38,11 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     """:func:`loss_threshold_attack` on a model the DAG released (a run's JSON): ``n`` of its training
     records against ``n`` test records, both drawn at random."""
     import json
+    from pathlib import Path
 
     from dirdp import training
     from dirdp.data import Split
+    from dirdp.report.runs import model_label, read_run
 
     net, data = training.load_trained(result_path, data_root=data_root)
     g = torch.Generator().manual_seed(seed)
@@ -49,11 +51,9 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
         idx = torch.randperm(len(split), generator=g)[:n]
         return Split(split.x[idx], split.y[idx])
 
-    res = json.loads(open(result_path).read())
+    res = json.loads(Path(result_path).read_text())
     eps = float(res["eps_target"])  # the JSON stores inf as "inf"
     method = res.get("method", "alg1") if math.isfinite(eps) else "non-private"
-    from dirdp.report.runs import model_label, read_run
-
     return dict(method=method, model=f"{res['model']} ({model_label(read_run(result_path))})",
                 data=f"{res['dataset']}: {n} training vs {n} test records", q=res["q"], T=res["steps"],
                 claimed_eps=eps, certified_eps=float(res["epsilon"]), test_accuracy=res["test_accuracy"],

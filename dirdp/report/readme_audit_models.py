@@ -101,18 +101,11 @@ def batchnorm(src) -> str:
 def _against_batchnorm_seeds(src, bn_run: str, groupnorm_test: float) -> str:
     """The end of the GroupNorm sentence: where the one GroupNorm run lands against every seed of its BatchNorm
     twin's setting (same data, method, eps and width), when two seeds or more ran; else a full stop."""
-    from pathlib import Path
-
     import pandas as pd
 
-    from dirdp.report.readme_campaign import ReadmeError, acc, single_against_seeds
+    from dirdp.report.readme_campaign import acc, single_against_seeds
 
-    twin = [r for r in src.runs if Path(r["path"]).parts[-2:] == Path(bn_run).parts[-2:]]
-    if len(twin) != 1:
-        raise ReadmeError(f"{bn_run}: the BatchNorm run named by results/{src.profile}/audit_batchnorm.csv is not among "
-                          f"{src.runs_dir}'s runs (found {len(twin)}): rerun the notebook audit_batchnorm for this "
-                          "profile, or restore that run's JSON.")
-    t = twin[0]
+    t = _run_named(src, bn_run, "audit_batchnorm")
     seeds = [r["test"] for r in src.runs_of("alg1", dataset=t["dataset"], eps=t["eps"], width=t["width"], q=t["q"],
                                             steps=t["steps"])]
     if len(seeds) < 2:
@@ -124,15 +117,31 @@ def _against_batchnorm_seeds(src, bn_run: str, groupnorm_test: float) -> str:
             "seed spread is unmeasured (n = 1), so nothing is tested.")
 
 
+def _run_named(src, path: str, table: str) -> dict:
+    """The run of ``src``'s runs folder that a row of ``results/<profile>/<table>.csv`` names by its JSON's path."""
+    from pathlib import Path
+
+    from dirdp.report.readme_campaign import ReadmeError
+
+    found = [r for r in src.runs if Path(r["path"]).parts[-2:] == Path(path).parts[-2:]]
+    if len(found) != 1:
+        raise ReadmeError(f"{path}: the run named by results/{src.profile}/{table}.csv is not among {src.runs_dir}'s "
+                          f"runs (found {len(found)}): rerun the notebook {table} for this profile, or restore that "
+                          "run's JSON.")
+    return found[0]
+
+
 def membership_learned(src) -> str:
     rel = src.csv("audit_released_models")
-    mnist = rel[rel.data.str.startswith("mnist")].sort_values("claimed_eps")
-    rows = ["  | model | method | claimed eps | test accuracy | AUC | TPR at 1% FPR | TPR at 0.1% FPR |",
-            "  |---|---|---|---|---|---|---|"]
+    mnist = rel[rel.data.str.startswith("mnist")].copy()
+    mnist["seed"] = [_run_named(src, run, "audit_released_models")["seed"] for run in mnist.run]
+    mnist = mnist.sort_values(["claimed_eps", "method", "model", "seed"], kind="stable")
+    rows = ["  | model | method | claimed eps | seed | test accuracy | AUC | TPR at 1% FPR | TPR at 0.1% FPR |",
+            "  |---|---|---|---|---|---|---|---|"]
     names = {"alg1": "Algorithm 1", "tempered": "DP-SGD (tempered sigmoid)", "dpsgd": "DP-SGD",
              "non-private": "non-private"}
     for _, r in mnist.iterrows():
-        rows.append(f"  | {r.model} | {names.get(r.method, r.method)} | {fmt_eps(r.claimed_eps)} | "
+        rows.append(f"  | {r.model} | {names.get(r.method, r.method)} | {fmt_eps(r.claimed_eps)} | {r.seed} | "
                     f"{r.test_accuracy:.2f} | {r.auc:.3f} | {r['tpr_at_fpr_0.01']:.2%} | {r['tpr_at_fpr_0.001']:.2%} |")
     n = mnist.iloc[0]
     epochs = n["T"] * n.q
