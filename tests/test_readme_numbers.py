@@ -235,3 +235,26 @@ def test_each_row_of_the_released_models_membership_table_names_one_model(tmp_pa
     _, *moved = _membership_rows(readme.render(results, "cpu")["audit-membership-learned"][1])
     seeds = [r[head.index("seed")] for r in moved if r[head.index("test accuracy")] == f"{rec['test_accuracy']:.2f}"]
     assert seeds == ["7"], seeds
+
+
+def test_the_privacy_cost_reading_pairs_eps_inf_with_eps_2_at_each_width():
+    """The width block tells what width does to the model (eps = inf) from what it does to the cost of privacy:
+    the gap eps = inf minus eps = 2 at each width that ran both, with every term's n, tested only where n >= 2."""
+    import pandas as pd
+
+    from dirdp.report.readme_campaign import privacy_cost_reading
+
+    cols = ["eps", "width", "mean", "std", "n", "paper_full_width"]
+    t = pd.DataFrame([(2.0, 0.25, 86.69, 2.81, 3, 91.13), (2.0, 0.5, 90.40, None, 1, 91.13),
+                      (float("inf"), 0.25, 91.54, None, 1, 93.13)], columns=cols)
+    one = privacy_cost_reading(t)
+    assert "+4.85 points at 0.25x (n = 1 at eps = inf, n = 3 at eps = 2)" in one, one
+    assert "full width: +2.00" in one and "only 0.25x has run at both" in one and "Welch" not in one
+    both = privacy_cost_reading(pd.concat([t, pd.DataFrame([(float("inf"), 0.5, 92.00, None, 1, 93.13)], columns=cols)]))
+    assert "+1.60 points at 0.5x (n = 1 at eps = inf, n = 1 at eps = 2)" in both, both
+    assert "the cost moves by -3.25 points, not tested" in both and "n = 1 in a term at 0.25x, 0.5x" in both
+    seeds = t.assign(std=[2.81, 0.3, 0.2], n=[3, 2, 2])
+    seeds = pd.concat([seeds, pd.DataFrame([(float("inf"), 0.5, 92.00, 0.1, 2, 93.13)], columns=cols)])
+    tested = privacy_cost_reading(seeds)
+    assert tested.count("Welch t = ") == 2 and "n = 1 in a term" not in tested, tested
+    assert privacy_cost_reading(t[t.eps == 2.0]) is None

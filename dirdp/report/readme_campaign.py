@@ -63,6 +63,41 @@ def single_against_seeds(value: float, seeds: list[float]) -> tuple[str, str]:
             "inside" if min(seeds) <= value <= max(seeds) else "outside")
 
 
+def privacy_cost_reading(t: pd.DataFrame, private: float = 2.0) -> str | None:
+    """One sentence from the width table (``width_effect.csv``: eps, width, mean, std, n): at each width that ran
+    both eps = ``private`` and eps = inf, the privacy cost (the non-private mean minus the private one), so that what
+    width does to the model (eps = inf) is told apart from what it does to the cost of privacy; and, with two widths
+    or more, how that cost moves with width. Welch's t-test (from the means, stds and n) only where both eps have
+    n >= 2 at a width; across widths nothing is tested. None where no width ran both."""
+    from scipy import stats
+
+    rows = {(float(r.eps), float(r.width)): r for r in t.itertuples()}
+    widths = sorted(w for e, w in rows if e == private and (float("inf"), w) in rows)
+    if not widths:
+        return None
+    gaps, parts = {}, []
+    for w in widths:
+        inf, p = rows[(float("inf"), w)], rows[(private, w)]
+        gaps[w] = inf.mean - p.mean
+        part = f"{gaps[w]:+.2f} points at {w:g}x (n = {int(inf.n)} at eps = inf, n = {int(p.n)} at eps = {fmt_eps(private)}"
+        if inf.n >= 2 and p.n >= 2:
+            res = stats.ttest_ind_from_stats(inf.mean, inf.std, int(inf.n), p.mean, p.std, int(p.n), equal_var=False)
+            part += f"; Welch t = {res.statistic:.2f}, p = {res.pvalue:.3g}"
+        parts.append(part + ")")
+    text = f"Privacy cost (eps = inf minus eps = {fmt_eps(private)}, at one width): " + ", ".join(parts)
+    paper = (rows[(float("inf"), widths[0])].paper_full_width, rows[(private, widths[0])].paper_full_width)
+    if not any(pd.isna(v) for v in paper):
+        text += f" (the paper's, at full width: {paper[0] - paper[1]:+.2f})"
+    if len(widths) >= 2:
+        text += (f"; from {widths[0]:g}x to {widths[-1]:g}x the cost moves by {gaps[widths[-1]] - gaps[widths[0]]:+.2f} "
+                 "points, not tested (a difference of two gaps")
+        ones = [f"{w:g}x" for w in widths if min(rows[(float('inf'), w)].n, rows[(private, w)].n) < 2]
+        text += (f", with n = 1 in a term at {', '.join(ones)}: it claims nothing more)." if ones else ").")
+    else:
+        text += f"; only {widths[0]:g}x has run at both eps so far."
+    return text
+
+
 def width_effect(src) -> str:
     """The table of accuracy against width (FashionMNIST, eps = 2 and inf) and, per eps with two widths or more,
     where each wider width lands against the narrowest one's seeds."""
@@ -79,4 +114,7 @@ def width_effect(src) -> str:
                      if tests[widths[0]] and tests[w]]
         if len(widths) == 1:
             readings.append(f"eps = {fmt_eps(eps)}: only {widths[0]:g}x has run so far.")
+    cost = privacy_cost_reading(t)
+    if cost:
+        readings.append(cost)
     return "\n".join(out) + ("\n\n" + "\n".join(f"- {r}" for r in readings) if readings else "")
