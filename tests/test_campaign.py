@@ -105,6 +105,40 @@ def test_budget_cut_leaves_a_checkpoint_and_the_next_call_resumes(tiny_root, tmp
     assert f"resumed from step {steps[0]} of 10000000" in log and log.count("interrupted at step") == 2
 
 
+def test_redo_dirty_trains_a_result_of_uncommitted_code_again_and_replaces_it(tiny_root, tmp_path):
+    """``campaign: redo_dirty`` queues a finished run whose provenance says "+dirty"; the old result stays until the
+    new lands at its path, status says both, and the runner says what it replaced (here: the same weights, since a
+    run is deterministic on CPU). Without the key, or for a clean result, the run is done."""
+    cfg = {"profile": "gpu", "objects": ["table4_fashionmnist"], "grids": {
+        "table4_fashionmnist": {"eps": ["inf"], "baselines": {}}}, "training": dict(campaign.SMOKE_TRAINING, seeds=1)}
+    root, logs = tmp_path / "runs", tmp_path / "logs"
+    (job,) = campaign.plan(Profile.from_config(cfg), results_root=root, logs_root=logs)
+    campaign.run_queue([job], k=1, env=_env(tiny_root), say=lambda m: None)
+    first = json.loads(job.out.read_text())
+    assert job.status == "finished"
+    dirty = dict(first, test_accuracy=12.34, provenance=dict(first["provenance"], git_commit="0" * 40 + "+dirty"))
+    job.out.write_text(json.dumps(dirty))
+    (plain,) = campaign.plan(Profile.from_config(cfg), results_root=root, logs_root=logs)
+    assert plain.status == "done" and plain.replaces is None  # without redo_dirty a result is a result
+    redo_cfg = dict(cfg, campaign={"redo_dirty": True})
+    (redo,) = campaign.plan(Profile.from_config(redo_cfg), results_root=root, logs_root=logs)
+    assert redo.status == "queued" and redo.args[-1] == "--force" and redo.replaces == dict(git_commit="0" * 40 + "+dirty", test_accuracy=12.34,
+                                                            params_sha256=first["params_sha256"])
+    line = campaign.describe(redo)
+    assert "finished   test acc.  12.34" in line and "made by uncommitted code, trained again: queued" in line
+    said = []
+    campaign.run_queue([redo], k=1, env=_env(tiny_root), say=said.append)
+    again = json.loads(redo.out.read_text())
+    assert redo.status == "finished" and again["test_accuracy"] == first["test_accuracy"] != 12.34
+    assert again["params_sha256"] == first["params_sha256"] and not redo.ckpt.exists()
+    assert any(f"replaces the result of uncommitted code {'0' * 12}+dirty (test acc. 12.34): the same weights" in m
+               for m in said), said
+    assert campaign._record(redo)["replaces"]["test_accuracy"] == 12.34
+    (after,) = campaign.plan(Profile.from_config(redo_cfg), results_root=root, logs_root=logs)
+    clean = "+dirty" not in again["provenance"]["git_commit"]  # a clean checkout (CI): the redone result is done
+    assert (after.status, after.replaces is None) == (("done", True) if clean else ("queued", False))
+
+
 def test_a_run_someone_else_is_training_is_left_alone(tiny_root, tmp_path):
     from dirdp import training
 

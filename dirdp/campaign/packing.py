@@ -87,7 +87,7 @@ def pack_list(jobs: list[Job], campaign_dir: Path, *, weights: bool = True) -> l
     models (``<stem>.model.pt``, the membership audit reads them) if room is left."""
     files = [(p, "campaign record") for p in sorted(campaign_dir.rglob("*")) if p.is_file()]
     files += [(j.out, "result") for j in jobs if j.status == "finished"]
-    files += [(j.ckpt, "checkpoint") for j in jobs if j.ckpt.exists() and not j.out.exists()]
+    files += [(j.ckpt, "checkpoint") for j in jobs if j.ckpt.exists() and not j.done()]
     if weights:
         files += [(m, "model weights") for j in jobs if j.status == "finished"
                   and (m := j.out.with_name(j.out.stem + ".model.pt")).exists()]

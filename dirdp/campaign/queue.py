@@ -32,6 +32,8 @@ class Job:
     log: Path
     args: list[str]
     status: str = "queued"  # queued, done (before this call), running-elsewhere, finished, interrupted, failed
+    redo_dirty: bool = False  # the profile's ``campaign: redo_dirty``: a result of uncommitted code is trained again
+    replaces: dict | None = None  # the +dirty result this job trains again (its commit, accuracy, weights' hash)
     returncode: int | None = None
     wall_s: float | None = None
     started: float | None = None
@@ -45,21 +47,45 @@ class Job:
     def ckpt(self) -> Path:
         return self.out.with_name(self.out.name + ".ckpt.pt")
 
+    def done(self) -> bool:
+        """Its result is there, and (with ``redo_dirty``) was made by committed code."""
+        return self.out.exists() and not (self.redo_dirty and made_dirty(self.out) is not None)
+
+
+def made_dirty(out: Path) -> dict | None:
+    """What a result JSON says of the code that made it when that code was uncommitted (its provenance commit ends
+    in "+dirty"): the commit, test accuracy and weights' hash; None for committed code or a file it cannot read."""
+    from dirdp.provenance import dirty
+
+    try:
+        rec = json.loads(Path(out).read_text())
+        made = dirty(rec["provenance"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return None if made is None else dict(git_commit=made["git_commit"], test_accuracy=rec.get("test_accuracy"),
+                                          params_sha256=rec.get("params_sha256"))
+
 
 def plan(profile: Profile, *, results_root: str | Path = "results/runs", logs_root: str | Path = "results/logs/runs",
          max_runs: int | None = None, threads: int | None = None) -> list[Job]:
     """The profile's runs in campaign order (:meth:`Profile.campaign_queue`), each as a job with its
-    ``python -m dirdp train`` arguments. ``max_runs`` keeps the first that many."""
+    ``python -m dirdp train`` arguments. ``max_runs`` keeps the first that many. With ``campaign: redo_dirty: true``
+    a run whose result was made by uncommitted code (provenance "+dirty") is queued again: it trains at its own path
+    (the old result stays until the new one replaces it, and in git history after)."""
     from dirdp.training import is_running
 
+    redo = bool((profile.config.get("campaign") or {}).get("redo_dirty"))
     jobs = []
     for run in profile.campaign_queue()[:max_runs]:
         out = Path(run.path(profile.name, str(results_root)))
         log = Path(logs_root) / profile.name / run.dataset / f"{run.tag}.log"
         t = threads or int(profile.training.get("threads") or 1)
         args = [*profile.train_args(run), "--threads", str(t), "--out", str(out)]
-        job = Job(run, out, log, args)
-        job.status = "done" if out.exists() else "running-elsewhere" if is_running(out) else "queued"
+        job = Job(run, out, log, args, redo_dirty=redo)
+        job.status = "done" if job.done() else "running-elsewhere" if is_running(out) else "queued"
+        if redo and out.exists() and job.status != "done":
+            job.replaces = made_dirty(out)
+            job.args.append("--force")  # train although --out exists (it resumes from its checkpoint as ever)
         jobs.append(job)
     return jobs
 
@@ -77,19 +103,24 @@ def _ckpt_step(path: Path) -> int | None:
 
 
 def describe(job: Job) -> str:
-    """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued)."""
-    if job.out.exists():
-        rec = json.loads(job.out.read_text())
-        wall = rec.get("wall_time_s") or 0
-        return (f"{job.name:42s} finished   test acc. {rec['test_accuracy']:6.2f}  "
-                f"({rec['steps']} steps, {wall / 60:.0f} min, {rec['provenance']['git_commit'][:12]})")
+    """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued); for a
+    finished result of uncommitted code that the campaign trains again (``redo_dirty``), both."""
     steps = int(job.args[job.args.index("--steps") + 1]) if "--steps" in job.args else None
     step = _ckpt_step(job.ckpt)
     from dirdp.training import is_running
 
-    where = "running   " if is_running(job.out) else ("stopped   " if step is not None else "queued    ")
+    where = "running" if is_running(job.out) else ("stopped" if step is not None else "queued")
     at = f"checkpoint at step {step}" if step is not None else "no checkpoint"
-    return f"{job.name:42s} {where} {at}" + (f" of {steps}" if steps and step is not None else "")
+    at += f" of {steps}" if steps and step is not None else ""
+    if job.out.exists():
+        rec = json.loads(job.out.read_text())
+        wall = rec.get("wall_time_s") or 0
+        line = (f"{job.name:42s} finished   test acc. {rec['test_accuracy']:6.2f}  "
+                f"({rec['steps']} steps, {wall / 60:.0f} min, {rec['provenance']['git_commit'][:12]})")
+        if job.done():
+            return line
+        return line + f"; made by uncommitted code, trained again: {where}, {at}"
+    return f"{job.name:42s} {where:10s} {at}"
 
 
 def _launch(job: Job, env: dict) -> None:
@@ -113,8 +144,15 @@ def _finish(job: Job, rc: int, say) -> None:
     job.wall_s = round(time.monotonic() - job.started, 1)
     if rc == 0 and job.out.exists():
         job.status = "finished"
-        acc = json.loads(job.out.read_text())["test_accuracy"]
-        say(f"finished  {job.name}: test acc. {acc:.2f} in {job.wall_s:.0f} s")
+        rec = json.loads(job.out.read_text())
+        say(f"finished  {job.name}: test acc. {rec['test_accuracy']:.2f} in {job.wall_s:.0f} s")
+        if job.replaces:
+            old = job.replaces
+            new = rec.get("params_sha256")
+            same = ("no weights' hash to compare" if old["params_sha256"] is None or new is None else
+                    "the same weights (params_sha256)" if old["params_sha256"] == new else "other weights (params_sha256)")
+            say(f"          it replaces the result of uncommitted code {old['git_commit'][:12]}+dirty (test acc. "
+                f"{old['test_accuracy']:.2f}): {same}")
     elif rc in (EXIT_INTERRUPTED, -signal.SIGTERM, -signal.SIGKILL):
         job.status = "interrupted"
         say(f"stopped   {job.name} after {job.wall_s:.0f} s: checkpoint at step {_ckpt_step(job.ckpt)}")
@@ -155,7 +193,7 @@ def run_queue(jobs: list[Job], *, k: int, deadline: float | None = None, env: di
                 held = reason
             while queue and len(running) < k and not out_of_time and not held:
                 job = queue.pop(0)
-                if job.out.exists():  # finished meanwhile (another process)
+                if job.done():  # finished meanwhile (another process)
                     job.status = "done"
                     continue
                 _launch(job, env)

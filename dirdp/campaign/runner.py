@@ -191,6 +191,7 @@ def status(config: str | Path, *, workdir: str | Path | None = None) -> str:
     profile = load_profile(config)
     work = Path(workdir) if workdir else REPO
     jobs = plan(profile, results_root=work / "results" / "runs", logs_root=work / "results" / "logs" / "runs")
-    done = sum(j.out.exists() for j in jobs)
-    return "\n".join([f"campaign of '{profile.name}' ({config}): {done} of {len(jobs)} runs finished"]
+    done, redo = sum(j.done() for j in jobs), sum(j.out.exists() and not j.done() for j in jobs)
+    again = f" ({redo} more finished by uncommitted code: trained again, redo_dirty)" if redo else ""
+    return "\n".join([f"campaign of '{profile.name}' ({config}): {done} of {len(jobs)} runs finished{again}"]
                      + [describe(j) for j in jobs])

@@ -10,7 +10,8 @@ from dirdp.campaign.queue import Job, _ckpt_step
 
 def _record(job: Job) -> dict:
     """What one run did in this call."""
-    rec = json.loads(job.out.read_text()) if job.out.exists() else None
+    landed = job.out.exists() and (job.replaces is None or job.status == "finished")  # not the +dirty one it redoes
+    rec = json.loads(job.out.read_text()) if landed else None
     steps_total = rec["steps"] if rec else None
     at = rec["steps"] if rec else _ckpt_step(job.ckpt)
     started_at = None
@@ -23,7 +24,7 @@ def _record(job: Job) -> dict:
     return dict(run=job.name, out=str(job.out), status=job.status, returncode=job.returncode, wall_s=job.wall_s,
                 step=at, steps=steps_total, resumed_from=started_at, steps_this_call=done_now,
                 steps_per_s=round(done_now / job.wall_s, 2) if done_now and job.wall_s else None,
-                test_accuracy=rec["test_accuracy"] if rec else None)
+                test_accuracy=rec["test_accuracy"] if rec else None, replaces=job.replaces)
 
 
 def report(summary: dict) -> str:
