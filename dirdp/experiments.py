@@ -209,6 +209,17 @@ class Profile:
         """The width multiplier of the profile's runs (1 = the paper's models)."""
         return float(self.training.get("width") or 1.0)
 
+    def threads(self, run: Run) -> int:
+        """Torch threads of ``run``'s training job (a DAG job's Snakemake threads, a campaign job's): those that
+        ``training: threads_by_width`` gives the run's model width, else ``training: threads`` (1 when unset).
+        On CPU the thread count is part of what a run computes (it changes the order of float sums): the result
+        records it per session (``provenance.sessions``)."""
+        width = (run.width or self.width) if run.method in ("alg1", "dpsgd") else None
+        for entry in self.training.get("threads_by_width") or ():
+            if width is not None and float(entry["width"]) == width:
+                return int(entry["threads"])
+        return int(self.training.get("threads") or 1)
+
     def _grid_runs(self, name: str) -> list[Run]:
         g = self.grids.get(name) or {}
         alpha_lr = g.get("alpha_lr")

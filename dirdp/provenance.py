@@ -69,10 +69,14 @@ def git_commit(cwd: str | Path | None = None) -> str:
 def dirty(prov: dict) -> dict | None:
     """What a provenance record says of uncommitted code: None when its commit is not "+dirty", else its
     ``git_commit``, ``dirty_files`` and ``dirty_diff_sha256`` (None where not recorded: files made before
-    they were)."""
+    they were). A run resumed across sessions counts as uncommitted code when any of its sessions ran such code
+    (``sessions``, recorded by :func:`dirdp.training.train`; the files and diff are the last session's)."""
     commit = str(prov.get("git_commit", ""))
     if "+dirty" not in commit:
-        return None
+        commit = next((str(s["git_commit"]) for s in prov.get("sessions") or ()
+                       if "+dirty" in str(s.get("git_commit", ""))), "")
+        if not commit:
+            return None
     return {"git_commit": commit, "dirty_files": prov.get("dirty_files"),
             "dirty_diff_sha256": prov.get("dirty_diff_sha256")}
 

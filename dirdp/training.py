@@ -190,6 +190,8 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
             learner.load_state_dict(ckpt)
             state = ckpt["state"]
             print(f"resumed from step {state['step']} of {cfg.steps} ({ckpt_path})", file=sys.stderr, flush=True)
+        state = state if state is not None else loop.new_state()
+        state.setdefault("sessions", []).append(_session(state["step"], prov, device))
 
         def checkpoint(state):
             _save_atomic(dict(identity=cfg.identity(), **learner.state_dict(), state=state), ckpt_path)
@@ -211,13 +213,23 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
         test_accuracy=state["acc_curve"][-1][1], val_accuracy=fields["val_accuracy"],
         accuracy_curve=state["acc_curve"], loss_curve=state["loss_curve"],
         wall_time_s=round(wall, 2), steps_per_s=round(cfg.steps / wall, 3) if wall > 0 else None,
-        params_sha256=fields["params_sha256"], provenance=dict(prov, wall_time_s=round(wall, 3)),
+        params_sha256=fields["params_sha256"],
+        provenance=dict(prov, wall_time_s=round(wall, 3), sessions=state["sessions"]),
     )
     _write_result(result, out)
     if fields["params_sha256"] is not None:
         torch.save(learner.net.state_dict(), out.with_name(out.stem + ".model.pt"))
     ckpt_path.unlink(missing_ok=True)
     return result
+
+
+def _session(step: int, prov: dict, device) -> dict:
+    """One session of a run (a start, or a resume from its checkpoint): the step it began at, the code it ran and
+    its torch threads. On CPU the thread count changes the order of float sums, so the weights: a run resumed
+    with another count is not the run an uninterrupted one would have been. A checkpoint written before sessions
+    were recorded starts the list at its resume step (the sessions before it are unknown)."""
+    return dict(start_step=int(step), git_commit=prov["git_commit"], torch_threads=torch.get_num_threads(),
+                device=str(device), started_utc=prov["created_utc"])
 
 
 def _load_checkpoint(path: Path, cfg: RunConfig, device) -> dict:

@@ -15,7 +15,7 @@ rule train:
     wildcard_constraints:
         profile=PROFILE.name,
         tag=r"[A-Za-z0-9_.\-]+",
-    threads: int(TRAINING.get("threads", 1))
+    threads: lambda wc: PROFILE.threads(RUNS[f"results/runs/{wc.profile}/{wc.dataset}/{wc.tag}.json"])
     resources:
         gpu=1 if ON_GPU else 0,
     params:

@@ -139,6 +139,34 @@ def test_redo_dirty_trains_a_result_of_uncommitted_code_again_and_replaces_it(ti
     assert (after.status, after.replaces is None) == (("done", True) if clean else ("queued", False))
 
 
+def test_a_run_with_more_threads_takes_as_many_slots_and_the_queue_keeps_its_order(tiny_root, tmp_path):
+    """``training: threads_by_width`` gives a wider run more torch threads; in the campaign it takes that many of
+    the K slots: with K = 2 the two-thread run starts only when it is alone and the run queued after it waits for it
+    (no job jumps the queue). Each result records its sessions' threads."""
+    cfg = {"profile": "gpu", "objects": ["table4_fashionmnist"], "grids": {"table4_fashionmnist": {
+        "eps": ["inf"], "baselines": {}, "extra": [{"eps": "inf", "width": 0.125}]}},
+        "training": dict(campaign.SMOKE_TRAINING, seeds=2, threads_by_width=[{"width": 0.125, "threads": 2}])}
+    prof = Profile.from_config(cfg)
+    jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs")
+    assert [(j.name, j.slots) for j in jobs] == [("fashionmnist/alg1_epsinf_seed0", 1),
+                                                 ("fashionmnist/alg1_w0.125_epsinf_seed0", 2),
+                                                 ("fashionmnist/alg1_epsinf_seed1", 1)]
+    assert jobs[1].args[jobs[1].args.index("--threads") + 1] == "2" and "(2 threads)" in campaign.describe(jobs[1])
+    said = []
+    campaign.run_queue(jobs, k=2, env=_env(tiny_root), say=said.append, poll_s=0.05)
+    events = [m.split()[0] + " " + m.split()[1].rstrip(":") for m in said if m.split()[0] in ("started", "finished")]
+    a, wide, b = (j.name for j in jobs)
+    assert events == [f"started {a}", f"finished {a}", f"started {wide}", f"finished {wide}", f"started {b}",
+                      f"finished {b}"], said
+    assert any(m.startswith(f"started   {wide} (1 running, 1 queued, 2 threads)") for m in said), said
+    threads = [[s["torch_threads"] for s in json.loads(j.out.read_text())["provenance"]["sessions"]] for j in jobs]
+    assert threads == [[1], [2], [1]]
+    from dirdp import profile_schema
+
+    overlay = {"training": {"threads_by_width": [{"width": 1}]}}  # a width without its threads
+    assert profile_schema.errors(overlay, partial=True) == ["training.threads_by_width.0: 'threads' is a required property"]
+
+
 def test_a_run_someone_else_is_training_is_left_alone(tiny_root, tmp_path):
     from dirdp import training
 

@@ -46,6 +46,8 @@ def test_a_checkpoint_of_the_previous_main_resumes_to_the_same_model(name, tiny_
     res = train(cfg, tmp_path / "x.json", data=data, progress=False)
     assert "resumed from step 5 of 12" in capsys.readouterr().err
     assert res["params_sha256"] == exp["params_sha256"]
+    # that commit recorded no sessions: the list begins at the resume (the session before it is unknown)
+    assert [(x["start_step"], x["torch_threads"]) for x in res["provenance"]["sessions"]] == [(5, FIXTURE_THREADS)]
     assert res["loss_curve"] == exp["loss_curve"] and res["accuracy_curve"] == exp["accuracy_curve"]
 
 

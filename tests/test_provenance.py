@@ -83,6 +83,11 @@ def test_collect_carries_the_dirty_state_and_reading_it_tolerates_old_files(repo
     assert provenance.dirty(meta) == state
     old = {"git_commit": "bea48a20641596bc46e1cacf2425e086b362cdf1+dirty"}  # made before the files were recorded
     assert provenance.dirty(old) == dict(old, dirty_files=None, dirty_diff_sha256=None)
+    # a run resumed under committed code after a session of uncommitted code is a result of uncommitted code
+    clean = "a" * 40
+    sessions = [{"start_step": 0, "git_commit": "b" * 40 + "+dirty"}, {"start_step": 200, "git_commit": clean}]
+    assert provenance.dirty({"git_commit": clean, "sessions": sessions})["git_commit"] == "b" * 40 + "+dirty"
+    assert provenance.dirty({"git_commit": clean, "sessions": sessions[1:]}) is None
 
 
 def test_outside_a_checkout_the_commit_is_the_recorded_one(tmp_path, monkeypatch):

@@ -109,6 +109,10 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path,
     assert a["params_sha256"] == b["params_sha256"]
     assert a["test_accuracy"] == b["test_accuracy"] and a["accuracy_curve"] == b["accuracy_curve"]
     assert a["loss_curve"] == b["loss_curve"]
+    # each session of the run is on record: where it began, its code and its torch threads
+    assert [(x["start_step"], x["torch_threads"]) for x in b["provenance"]["sessions"]] == [(0, 1), (step, 1)]
+    assert [x["start_step"] for x in a["provenance"]["sessions"]] == [0]
+    assert b["provenance"]["sessions"][1]["git_commit"] == b["provenance"]["git_commit"]
 
 
 def test_runs_table_puts_each_run_beside_the_paper_cell(tiny_mnist, tmp_path):

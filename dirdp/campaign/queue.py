@@ -34,6 +34,7 @@ class Job:
     status: str = "queued"  # queued, done (before this call), running-elsewhere, finished, interrupted, failed
     redo_dirty: bool = False  # the profile's ``campaign: redo_dirty``: a result of uncommitted code is trained again
     replaces: dict | None = None  # the +dirty result this job trains again (its commit, accuracy, weights' hash)
+    slots: int = 1  # how many of the K run slots it takes: its torch threads on CPU (training: threads_by_width)
     returncode: int | None = None
     wall_s: float | None = None
     started: float | None = None
@@ -71,7 +72,9 @@ def plan(profile: Profile, *, results_root: str | Path = "results/runs", logs_ro
     """The profile's runs in campaign order (:meth:`Profile.campaign_queue`), each as a job with its
     ``python -m dirdp train`` arguments. ``max_runs`` keeps the first that many. With ``campaign: redo_dirty: true``
     a run whose result was made by uncommitted code (provenance "+dirty") is queued again: it trains at its own path
-    (the old result stays until the new one replaces it, and in git history after)."""
+    (the old result stays until the new one replaces it, and in git history after). ``threads`` (the GPU
+    campaign's CPU share per run) overrides the profile's :meth:`Profile.threads`; without it a job takes as many
+    of the K slots as it has threads."""
     from dirdp.training import is_running
 
     redo = bool((profile.config.get("campaign") or {}).get("redo_dirty"))
@@ -79,9 +82,9 @@ def plan(profile: Profile, *, results_root: str | Path = "results/runs", logs_ro
     for run in profile.campaign_queue()[:max_runs]:
         out = Path(run.path(profile.name, str(results_root)))
         log = Path(logs_root) / profile.name / run.dataset / f"{run.tag}.log"
-        t = threads or int(profile.training.get("threads") or 1)
+        t = threads or profile.threads(run)
         args = [*profile.train_args(run), "--threads", str(t), "--out", str(out)]
-        job = Job(run, out, log, args, redo_dirty=redo)
+        job = Job(run, out, log, args, redo_dirty=redo, slots=1 if threads else t)
         job.status = "done" if job.done() else "running-elsewhere" if is_running(out) else "queued"
         if redo and out.exists() and job.status != "done":
             job.replaces = made_dirty(out)
@@ -120,7 +123,7 @@ def describe(job: Job) -> str:
         if job.done():
             return line
         return line + f"; made by uncommitted code, trained again: {where}, {at}"
-    return f"{job.name:42s} {where:10s} {at}"
+    return f"{job.name:42s} {where:10s} {at}" + (f" ({job.slots} threads)" if job.slots > 1 else "")
 
 
 def _launch(job: Job, env: dict) -> None:
@@ -165,9 +168,10 @@ def _finish(job: Job, rc: int, say) -> None:
 def run_queue(jobs: list[Job], *, k: int, deadline: float | None = None, env: dict | None = None,
               grace_s: float = 60.0, poll_s: float = 0.5, say=print, sample=None, hold=None,
               hold_every_s: float = 10.0) -> list[Job]:
-    """Train the queued jobs, ``k`` at a time, until all are done or ``deadline`` (a ``time.monotonic()``
-    value; None = none) passes; then SIGTERM the running ones (each checkpoints and exits) and, after
-    ``grace_s``, SIGKILL what is left. SIGTERM or SIGINT to this process count as the deadline.
+    """Train the queued jobs in order, ``k`` slots at a time (a job takes ``job.slots`` of them, at most ``k``: with
+    K = 2 a two-thread run runs alone; the next job waits for room, none jumps the queue), until all are done or
+    ``deadline`` (a ``time.monotonic()`` value; None = none) passes; then SIGTERM the running ones (each checkpoints
+    and exits) and, after ``grace_s``, SIGKILL what is left. SIGTERM or SIGINT to this process count as the deadline.
     ``sample()``, if given, is called about every 10 s while runs are going (GPU utilisation).
     ``hold()``, if given, is asked before each start: a reason (str) holds the start back until it is None."""
     env = dict(os.environ if env is None else env)
@@ -179,26 +183,30 @@ def run_queue(jobs: list[Job], *, k: int, deadline: float | None = None, env: di
     def on_signal(signum, frame):
         stop["now"] = True
 
+    def room() -> bool:  # the next job in the queue fits beside the running ones
+        return bool(queue) and sum(min(j.slots, k) for j in running) + min(queue[0].slots, k) <= k
+
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     last_sample = last_hold = -math.inf
     held = None
     try:
         while queue or running:
             out_of_time = stop["now"] or (deadline is not None and time.monotonic() >= deadline)
-            if queue and len(running) < k and hold is not None and time.monotonic() - last_hold >= hold_every_s:
+            if room() and hold is not None and time.monotonic() - last_hold >= hold_every_s:
                 last_hold = time.monotonic()
                 reason = hold()
                 if reason and reason != held:
                     say(f"holding the next start: {reason}")
                 held = reason
-            while queue and len(running) < k and not out_of_time and not held:
+            while room() and not out_of_time and not held:
                 job = queue.pop(0)
                 if job.done():  # finished meanwhile (another process)
                     job.status = "done"
                     continue
                 _launch(job, env)
                 running.append(job)
-                say(f"started   {job.name} ({len(running)} running, {len(queue)} queued)")
+                threads = f", {job.slots} threads" if job.slots > 1 else ""
+                say(f"started   {job.name} ({len(running)} running, {len(queue)} queued{threads})")
             for job in list(running):
                 rc = job.proc.poll()
                 if rc is not None:

@@ -121,8 +121,8 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     from dirdp.provenance import device_name, git_commit
 
     summary.update(device_name=device_name(), git_commit=git_commit())
-    say(f"dirdp campaign: profile '{profile.name}' on {summary['device_name']}, budget "
-        f"{budget_s or 'none'} s, results under {work / 'results'}")
+    say(f"dirdp campaign: profile '{profile.name}' on {summary['device_name']}, "
+        f"{f'budget {budget_s} s' if budget_s else 'no budget'}, results under {work / 'results'}")
 
     if tests:
         summary["tests"] = _step("CUDA test lane", [sys.executable, "-m", "pytest", "-q", "-m", "cuda",
