@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The CPU evidence campaign (config/cpu.yaml, `campaign: queue:`): its runs in the background, one thread
-# each, K = 2 at a time by default, logs in results/logs/runs/cpu/ and results/logs/campaign-cpu.log.
+# each, K = 2 at a time by default (a run that `training: threads_by_width` gives n threads takes n of the K slots),
+# logs in results/logs/runs/cpu/ and results/logs/campaign-cpu.log. With `campaign: redo_dirty: true` a result
+# whose provenance says "+dirty" (uncommitted code) is trained again from a clean tree and replaced when it lands.
 #   bash scripts/campaign.sh start    # start, or resume from the committed checkpoints (the default)
 #   bash scripts/campaign.sh status   # where each run stands (finished + accuracy, checkpoint step, queued)
 #   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops

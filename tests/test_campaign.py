@@ -32,7 +32,7 @@ def test_gpu_queue_puts_the_open_questions_first():
     assert [jobs[i].run.seed for i in range(13, 70)] == sorted(jobs[i].run.seed for i in range(13, 70))
 
 
-def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order():
+def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     prof = Profile.load(REPO / "config/cpu.yaml")
     jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
     # issue 14's runs in its order; issue 17's GroupNorm run (MNIST eps = 1, about 2 h) before the 5-hour width-0.5
@@ -41,6 +41,9 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order():
         "fashionmnist/alg1_w0.5_eps2_seed0", "fashionmnist/alg1_eps2_seed1", "fashionmnist/alg1_eps2_seed2",
         "mnist/alg1_eps1_seed1", "mnist/alg1_eps1_seed2", "mnist/alg1_gn_eps1_seed0",
         "fashionmnist/alg1_w0.5_epsinf_seed0"]
+    torch.save({"state": {"step": 200}}, tmp_path / "x.ckpt.pt")  # a checkpoint of a paper-T run: T = 9,600
+    line = campaign.describe(campaign.Job(jobs[0].run, tmp_path / "x", tmp_path / "x.log", jobs[0].args))
+    assert line.endswith("stopped    checkpoint at step 200 of 9600"), line
     gn = jobs[5].args
     assert gn[gn.index("--norm") + 1] == "group" and gn[gn.index("--width") + 1] == "0.25"
     wide = jobs[0].args

@@ -78,7 +78,9 @@ def test_cpu_profile_keeps_the_papers_privacy_protocol():
         args = prof.train_args(run)
         assert "--steps" not in args and "--q" not in args and "--train-subset" not in args
         if run.method in ("alg1", "dpsgd"):
-            assert args[args.index("--width") + 1] == ("0.5" if "_w0.5_" in run.tag else "0.25")
+            wide = {"_w0.5_": "0.5", "_w1_": "1.0"}  # the campaign's wider runs say so in their tags
+            assert args[args.index("--width") + 1] == next((w for tag, w in wide.items() if tag in run.tag), "0.25")
+            assert prof.threads(run) == (2 if "_w1_" in run.tag else 1)
         else:
             assert "--width" not in args
 

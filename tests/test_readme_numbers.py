@@ -7,6 +7,7 @@ file, and that the README's results sections state no number by hand outside the
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -258,3 +259,23 @@ def test_the_privacy_cost_reading_pairs_eps_inf_with_eps_2_at_each_width():
     tested = privacy_cost_reading(seeds)
     assert tested.count("Welch t = ") == 2 and "n = 1 in a term" not in tested, tested
     assert privacy_cost_reading(t[t.eps == 2.0]) is None
+
+
+def test_the_full_width_cost_multiplies_each_measured_step_by_the_papers_t(tmp_path):
+    """The full-width run's cost on these cores is the benchmarked Algorithm 1 step at each thread count times the
+    paper's T (FashionMNIST: 9,600), with the command that measured it; no benchmark file is a ReadmeError."""
+    from dirdp.report.readme_campaign import ReadmeError, full_width_cost
+    from dirdp.report.readme_sections import Sources
+
+    folder = tmp_path / "results" / "cpu"
+    folder.mkdir(parents=True)
+    src = Sources(tmp_path / "results", "cpu")
+    with pytest.raises(ReadmeError, match="bench_full_width_t<n>.json"):
+        full_width_cost(src)
+    for threads, step in ((1, 9.0), (2, 6.0)):
+        prov = {"device": "cpu: X", "config": {"command": f"bench t{threads}", "load_average_1min_at_end": 0.5}}
+        (folder / f"bench_full_width_t{threads}.json").write_text(json.dumps(
+            {"rows": [{"threads": threads, "reps": 3, "algorithm1_s": step}], "provenance": prov}))
+    text = full_width_cost(src)
+    assert "9.00 s on 1 thread (`bench t1`" in text and "6.00 s on 2 threads (`bench t2`" in text, text
+    assert "are 24.0 h on 1 and 16.0 h on 2 thread(s)" in text and "1.50x as fast" in text, text

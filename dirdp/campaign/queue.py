@@ -108,7 +108,12 @@ def _ckpt_step(path: Path) -> int | None:
 def describe(job: Job) -> str:
     """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued); for a
     finished result of uncommitted code that the campaign trains again (``redo_dirty``), both."""
-    steps = int(job.args[job.args.index("--steps") + 1]) if "--steps" in job.args else None
+    if "--steps" in job.args:
+        steps = int(job.args[job.args.index("--steps") + 1])
+    else:  # the paper's T of the data set (what python -m dirdp train runs without --steps)
+        from dirdp.presets import PRESETS
+
+        steps = PRESETS[job.run.dataset].steps if job.run.dataset in PRESETS else None
     step = _ckpt_step(job.ckpt)
     from dirdp.training import is_running
 

@@ -118,3 +118,28 @@ def width_effect(src) -> str:
     if cost:
         readings.append(cost)
     return "\n".join(out) + ("\n\n" + "\n".join(f"- {r}" for r in readings) if readings else "")
+
+
+def full_width_cost(src) -> str:
+    """What a full-width FashionMNIST run costs on these cores: the measured Algorithm 1 step of the paper's
+    Inception (batch 250) at each thread count benchmarked (``bench_full_width_t<n>.json``), times the paper's T."""
+    from dirdp.presets import PRESETS
+
+    steps = PRESETS["fashionmnist"].steps
+    found = sorted(src.folder.glob("bench_full_width_t*.json"))
+    if not found:
+        raise ReadmeError(f"{src.folder}: no bench_full_width_t<n>.json (make one with python -m dirdp bench "
+                          "--models inception --width 1 --threads <n> --json-out ...)")
+    recs = [src.json(p.stem) for p in found]
+    rows = sorted(((r["rows"][0], r["provenance"]) for r in recs), key=lambda x: x[0]["threads"])
+    each = "; ".join(f"{row['algorithm1_s']:.2f} s on {row['threads']} thread{'s' if row['threads'] > 1 else ''} "
+                     f"(`{prov['config']['command']}`, 1-minute load average {prov['config']['load_average_1min_at_end']:.1f} "
+                     "at its end)" for row, prov in rows)
+    hours = " and ".join(f"{row['algorithm1_s'] * steps / 3600:.1f} h on {row['threads']}" for row, _ in rows)
+    text = (f"One Algorithm 1 step of the full-width Inception (batch 250, {rows[0][1]['device']}, median of "
+            f"{rows[0][0]['reps']}) takes {each}. The paper's T = {steps:,} such steps are {hours} thread(s), steps "
+            "alone (the evaluations and checkpoints add to it)")
+    if len(rows) > 1:
+        text += (f"; {rows[-1][0]['threads']} threads run a step {rows[0][0]['algorithm1_s'] / rows[-1][0]['algorithm1_s']:.2f}x "
+                 "as fast as 1")
+    return text + "."
