@@ -73,7 +73,7 @@ def _train(args) -> int:
         print(f"stopped: {stopped}", file=sys.stderr)
         return EXIT_INTERRUPTED
     eps = methods.get(cfg.method).describe(result)
-    print(f"{cfg.method} {cfg.dataset} eps={cfg.eps:g} seed={cfg.seed} [{result['width_label']}]: test accuracy "
+    print(f"{cfg.method} {cfg.dataset} eps={cfg.eps:g} seed={cfg.seed} [{result['width_label']}, {cfg.precision}]: test accuracy "
           f"{result['test_accuracy']:.2f}%, certified eps={eps}, "
           f"{result['wall_time_s']:.0f} s ({result['steps_per_s']:.2f} steps/s) -> {args.out}")
     return 0

@@ -28,6 +28,10 @@ from dirdp.protocol import parse_eps as _eps
 
 INF = math.inf
 
+# what a run computes in (a Run's ``precision``, a result's ``precision``): float32, or bf16 autocast of the model
+# (the mechanism's loss stays float32: dirdp.mechanism) with the channels_last layout, as validated on CPU
+PRECISIONS = ("fp32", "bf16")
+
 # method key (CLI --method, file names) -> the name tables and figures print (the registry: dirdp.methods)
 METHODS: dict[str, str] = methods.LABELS
 
@@ -46,6 +50,7 @@ class Run:
     lr: float | None = None  # None: the data set's gamma
     width: float | None = None  # None: the profile's width (a run at another width says so in its tag: w0.5)
     norm: str | None = None  # None: the model's BatchNorm; "group": GroupNorm (tag: gn)
+    precision: str | None = None  # None or "fp32": float32; "bf16": bf16 autocast + channels_last (tag: bf16)
 
     @property
     def tag(self) -> str:
@@ -59,6 +64,8 @@ class Run:
             parts.append(f"w{fmt(self.width)}")
         if self.norm == "group":
             parts.append("gn")
+        if self.precision == "bf16":
+            parts.append("bf16")
         return "_".join(parts + [f"eps{fmt(self.eps)}", f"seed{self.seed}"])
 
     def path(self, profile: str, root: str = "results/runs") -> str:
@@ -193,13 +200,17 @@ class Profile:
             return []
         out = self._grid_runs(name)
         for e in (self.grids.get(name) or {}).get("extra") or []:
-            unknown = set(e) - {"eps", "seeds", "width", "norm"}
-            if unknown or "eps" not in e or e.get("norm", "batch") not in ("batch", "group"):
-                raise ValueError(f"{name}: an extra run is {{eps, seeds, width, norm: batch|group}}. Found {e!r}.")
+            unknown = set(e) - {"eps", "seeds", "width", "norm", "precision"}
+            if (unknown or "eps" not in e or e.get("norm", "batch") not in ("batch", "group")
+                    or e.get("precision", "fp32") not in PRECISIONS):
+                raise ValueError(f"{name}: an extra run is {{eps, seeds, width, norm: batch|group, "
+                                 f"precision: fp32|bf16}}. Found {e!r}.")
             width = None if e.get("width") is None or float(e["width"]) == self.width else float(e["width"])
             norm = "group" if e.get("norm") == "group" else None
+            precision = "bf16" if e.get("precision") == "bf16" else None
             for seed in e.get("seeds", [0]):
-                run = Run(OBJECTS[name].dataset, _eps(e["eps"]), int(seed), width=width, norm=norm)
+                run = Run(OBJECTS[name].dataset, _eps(e["eps"]), int(seed), width=width, norm=norm,
+                          precision=precision)
                 if run not in out:
                     out.append(run)
         return out
@@ -257,6 +268,8 @@ class Profile:
                             ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
             if value is not None:
                 args += [flag, str(value)]
+        if run.precision == "bf16":  # the run's own precision (its tag says bf16): autocast and channels_last
+            return args + ["--bf16", "--channels-last"]
         return args + [flag for flag, key in (("--bf16", "bf16"), ("--channels-last", "channels_last")) if t.get(key)]
 
     def campaign_queue(self) -> list[Run]:
@@ -266,9 +279,9 @@ class Profile:
         runs = list(self.all_runs().values())
         order: list[Run] = []
         for entry in (self.config.get("campaign") or {}).get("queue") or []:
-            unknown = set(entry) - {"dataset", "method", "eps", "seeds", "width", "norm"}
+            unknown = set(entry) - {"dataset", "method", "eps", "seeds", "width", "norm", "precision"}
             if unknown:
-                raise ValueError(f"campaign queue entries filter on dataset, method, eps, seeds, width, norm. "
+                raise ValueError(f"campaign queue entries filter on dataset, method, eps, seeds, width, norm, precision. "
                                  f"Found {sorted(unknown)} in {entry!r}.")
             order += [r for r in runs if r not in order and _selects(entry, r, self.width)]
         return order + sorted((r for r in runs if r not in order), key=lambda r: r.seed)
@@ -295,6 +308,8 @@ def _selects(entry: dict, run: Run, profile_width: float) -> bool:
     if "seeds" in entry and run.seed not in [int(s) for s in entry["seeds"]]:
         return False
     if "norm" in entry and (run.norm or "batch") != entry["norm"]:
+        return False
+    if "precision" in entry and (run.precision or "fp32") != entry["precision"]:
         return False
     return "width" not in entry or float(entry["width"]) == (run.width or profile_width)
 

@@ -72,6 +72,11 @@ class RunConfig:
         return math.isfinite(self.eps)
 
     @property
+    def precision(self) -> str:
+        """What the model computes in: "bf16" (bf16 autocast; the mechanism's loss stays float32) or "fp32"."""
+        return "bf16" if self.bf16 else "fp32"
+
+    @property
     def protocol(self) -> Protocol:
         """(alpha, q, T, delta) of this run."""
         return Protocol(alpha=self.alpha, q=self.q, steps=self.steps, delta=self.delta)
@@ -207,7 +212,7 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
     result = dict(
         dataset=cfg.dataset, method=cfg.method, model=fields["model"], width=cfg.width,
         width_label=fields["width_label"], norm=fields.get("norm") or norm_of(learner.net), eps_target=cfg.eps,
-        delta=fields["delta"], alpha=fields["alpha"],
+        delta=fields["delta"], alpha=fields["alpha"], precision=cfg.precision, channels_last=cfg.channels_last,
         q=cfg.q, steps=cfg.steps, seed=cfg.seed, rstar=fields["rstar"], **fields["privacy"],
         n_train=len(data["train"]), expected_batch=fields["expected_batch"], empty_batches=state["empty_batches"],
         test_accuracy=state["acc_curve"][-1][1], val_accuracy=fields["val_accuracy"],
@@ -241,6 +246,11 @@ def _load_checkpoint(path: Path, cfg: RunConfig, device) -> dict:
                          "start the run from step 0.") from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("identity"), dict):
         raise ValueError(f"{path} is not a checkpoint of dirdp.training; delete it to start the run from step 0.")
+    theirs = "bf16" if ckpt["identity"].get("bf16") else "fp32"
+    if theirs != cfg.precision:  # the one mismatch a user makes by a flag: say which precision the run has
+        raise CheckpointMismatch(f"{path} is a checkpoint of a {theirs} run; a run resumes only in the precision it "
+                                 f"started in: resume it {'with' if theirs == 'bf16' else 'without'} --bf16, or "
+                                 "choose another --out.")
     if ckpt["identity"] != cfg.identity():
         diff = ", ".join(f"{k}: {ckpt['identity'].get(k)!r} there, {v!r} here" for k, v in cfg.identity().items()
                          if ckpt["identity"].get(k) != v)

@@ -35,12 +35,24 @@ def test_gpu_queue_puts_the_open_questions_first():
 def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     prof = Profile.load(REPO / "config/cpu.yaml")
     jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
-    # issue 14's runs in its order; issue 17's GroupNorm run (MNIST eps = 1, about 2 h) before the 5-hour width-0.5
-    # eps = inf run, so that the BatchNorm audit gets its comparison model first
-    assert [j.name for j in jobs[:7]] == [
+    # issue 31's bf16 validation (MNIST eps = 1 at 0.25x, seeds 0-2, one thread each), then issue 32's full-width
+    # bf16 runs (two threads each), FashionMNIST eps = 2 first
+    names = [j.name for j in jobs]
+    assert names[:5] == ["mnist/alg1_bf16_eps1_seed0", "mnist/alg1_bf16_eps1_seed1", "mnist/alg1_bf16_eps1_seed2",
+                         "fashionmnist/alg1_w1_bf16_eps2_seed0", "fashionmnist/alg1_w1_bf16_eps2_seed1"]
+    val, full = jobs[0].args, jobs[3].args
+    assert "--bf16" in val and "--channels-last" in val and val[val.index("--threads") + 1] == "1"
+    assert val[val.index("--width") + 1] == "0.25" and jobs[0].slots == 1
+    assert "--bf16" in full and float(full[full.index("--width") + 1]) == 1 and full[full.index("--threads") + 1] == "2"
+    # the fp32 runs keep their paths and flags: issue 14's in its order, the GroupNorm run before the 5-hour
+    # width-0.5 eps = inf run, so that the BatchNorm audit gets its comparison model first
+    first = names.index("fashionmnist/alg1_w0.5_eps2_seed0")
+    assert names[first:first + 7] == [
         "fashionmnist/alg1_w0.5_eps2_seed0", "fashionmnist/alg1_eps2_seed1", "fashionmnist/alg1_eps2_seed2",
         "mnist/alg1_eps1_seed1", "mnist/alg1_eps1_seed2", "mnist/alg1_gn_eps1_seed0",
         "fashionmnist/alg1_w0.5_epsinf_seed0"]
+    assert all("--bf16" not in j.args for j in jobs if "bf16" not in j.name)
+    jobs = jobs[first:]
     torch.save({"state": {"step": 200}}, tmp_path / "x.ckpt.pt")  # a checkpoint of a paper-T run: T = 9,600
     line = campaign.describe(campaign.Job(jobs[0].run, tmp_path / "x", tmp_path / "x.log", jobs[0].args))
     assert line.endswith("stopped    checkpoint at step 200 of 9600"), line
@@ -54,6 +66,9 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     with pytest.raises(ValueError, match="extra run"):
         Profile.from_config({"profile": "x", "objects": ["table2_mnist"],
                              "grids": {"table2_mnist": {"eps": [1], "extra": [{"eps": 1, "sede": [1]}]}}}).all_runs()
+    with pytest.raises(ValueError, match="precision: fp32|bf16"):
+        Profile.from_config({"profile": "x", "objects": ["table2_mnist"],
+                             "grids": {"table2_mnist": {"eps": [1], "extra": [{"eps": 1, "precision": "fp16"}]}}}).all_runs()
 
 
 def _env(tiny_root):

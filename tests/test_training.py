@@ -91,6 +91,30 @@ def test_a_checkpoint_of_another_run_is_refused(tiny_mnist, tmp_path):
         train(cfg, tmp_path / "x.json", data=tiny_mnist, progress=False)
 
 
+def test_precision_is_recorded_and_a_run_resumes_only_in_its_own(tiny_mnist, tmp_path):
+    from dirdp.report.runs import model_label, read_run
+    from dirdp.training import CheckpointMismatch
+
+    out = tmp_path / "b.json"
+    rec = train(small(bf16=True, channels_last=True), out, data=tiny_mnist, progress=False)
+    assert (rec["precision"], rec["channels_last"]) == ("bf16", True)
+    run = read_run(out)
+    assert run["precision"] == "bf16" and model_label(run).endswith(", bf16")
+    # a file of the commits before the field: its config decides (fp32 for every run made then)
+    old = {k: v for k, v in rec.items() if k not in ("precision", "channels_last")}
+    old["provenance"] = dict(rec["provenance"], config=dict(rec["provenance"]["config"], bf16=False))
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert read_run(tmp_path / "old.json")["precision"] == "fp32"
+    # a bf16 checkpoint refuses an fp32 resume (and the reverse), naming the precision it has
+    assert out.with_name("b.model.pt").exists()
+    torch.save(dict(identity=small().identity(), state={"step": 5}), tmp_path / "c.json.ckpt.pt")
+    with pytest.raises(CheckpointMismatch, match="checkpoint of a fp32 run.*without --bf16"):
+        train(small(bf16=True), tmp_path / "c.json", data=tiny_mnist, progress=False)
+    torch.save(dict(identity=small(bf16=True).identity(), state={"step": 5}), tmp_path / "d.json.ckpt.pt")
+    with pytest.raises(CheckpointMismatch, match="checkpoint of a bf16 run.*with --bf16"):
+        train(small(), tmp_path / "d.json", data=tiny_mnist, progress=False)
+
+
 def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path, kill_at_first_checkpoint):
     env = dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1")
     args = [sys.executable, "-m", "dirdp", "train", "--dataset", "mnist", "--eps", "8", "--steps", "400",

@@ -23,7 +23,7 @@ from dirdp.report.runs import read_run
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "ResNet-9", "papernot_cnn": "CNN"}
 COLUMNS = ["object", "dataset", "metric", "method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr",
-           "width", "norm", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "test", "p_value", "setting",
+           "width", "norm", "precision", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "test", "p_value", "setting",
            "certified_eps", "rstar", "source", "runs"]
 SHOW_COLUMNS = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
                 "paper", "paper_std", "diff", "status"]
@@ -88,15 +88,18 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
             rows.append(dict(base, label="paper" if ref[0] is not None else "not run", n=0,
                              status=_not_run(obj, profile, planned)))
             continue
-        # full width first, the paper's BatchNorm before GroupNorm (an option here: not the paper's model)
-        for (width, norm), at in sorted(got.groupby(["width", "norm"]), key=lambda g: (-g[0][0], g[0][1])):
+        # full width first, the paper's BatchNorm before GroupNorm (an option here: not the paper's model), fp32 before
+        # bf16 (a precision is never pooled with another: their seeds are separate samples)
+        for (width, norm, prec), at in sorted(got.groupby(["width", "norm", "precision"]),
+                                              key=lambda g: (-g[0][0], g[0][1], g[0][2] != "fp32")):
             vals = at[obj.metric]
             first = at.iloc[0]
             other_norm = norm == "group" and sel["method"] == "alg1"
-            row = dict(base, label="run here", width=width, norm=norm, mean=round(vals.mean(), 3),
+            row = dict(base, label="run here", width=width, norm=norm, precision=prec, mean=round(vals.mean(), 3),
                        std=round(vals.std(ddof=1), 3) if len(vals) > 1 else None, n=len(vals),
                        seeds=" ".join(str(s) for s in sorted(at.seed)),
-                       setting=f"{first.protocol}, {first.width_label}" + (", GroupNorm" if other_norm else ""),
+                       setting=f"{first.protocol}, {first.width_label}" + (", GroupNorm" if other_norm else "")
+                       + (", bf16" if prec == "bf16" else ""),
                        certified_eps=at.certified_eps.max(), rstar=first.rstar,
                        runs=" ".join(sorted(set(at.profile))))
             row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)

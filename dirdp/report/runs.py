@@ -38,7 +38,7 @@ def read_run(path: str | Path) -> dict:
     return dict(
         path=str(path), dataset=rec["dataset"], method=rec.get("method", "alg1"), eps=parse_eps(rec["eps_target"]),
         seed=rec["seed"], q=rec["q"], alpha=rec["alpha"], lr=cfg["lr"], optimizer=cfg["optimizer"], steps=rec["steps"],
-        width=rec["width"], norm=_norm(rec), rstar=rec["rstar"],
+        width=rec["width"], norm=_norm(rec), precision=precision(rec), rstar=rec["rstar"],
         certified_eps=None if rec["epsilon"] is None else parse_eps(rec["epsilon"]),
         test=rec["test_accuracy"], val=rec.get("val_accuracy"),
         protocol=("LATENT protocol (local DP)" if rec.get("method") == "latent" else "paper protocol" if not reduced
@@ -57,8 +57,16 @@ def read_run(path: str | Path) -> dict:
 
 def model_label(run: dict) -> str:
     """A run's width label (from :func:`read_run`), with ", GroupNorm" where Algorithm 1 ran with GroupNorm
-    (``--norm group``; not the paper's model): the one label the tables and the audits give a released model."""
-    return run["width_label"] + (", GroupNorm" if run["norm"] == "group" and run["method"] == "alg1" else "")
+    (``--norm group``; not the paper's model) and ", bf16" where the model ran under bf16 autocast: the one label the
+    tables and the audits give a released model."""
+    return (run["width_label"] + (", GroupNorm" if run["norm"] == "group" and run["method"] == "alg1" else "")
+            + (", bf16" if run.get("precision") == "bf16" else ""))
+
+
+def precision(rec: dict) -> str:
+    """A result's precision: its ``precision`` field, or for a file made before that field existed, what its config
+    says (``bf16``), so fp32 for every run of the commits before."""
+    return rec.get("precision") or ("bf16" if rec["provenance"]["config"].get("bf16") else "fp32")
 
 
 def _norm(rec: dict) -> str:
@@ -95,7 +103,8 @@ def collect(root: str | Path = "results/runs") -> pd.DataFrame:
         std = float(cell["std"].iloc[0]) if len(cell) and not pd.isna(cell["std"].iloc[0]) else None
         rows.append(dict(
             run=str(path), dataset=run["dataset"], method=run["method"], width=run["width"],
-            width_label=model_label(run), protocol=run["protocol"], eps=run["eps"], seed=run["seed"], q=run["q"],
+            width_label=model_label(run), precision=run["precision"], protocol=run["protocol"], eps=run["eps"],
+            seed=run["seed"], q=run["q"],
             steps=run["steps"], rstar=run["rstar"], certified_eps=run["certified_eps"], test_accuracy=run["test"],
             paper_accuracy=mean, paper_std=std, diff=None if mean is None else round(run["test"] - mean, 2),
             wall_time_min=round(run["wall_time_s"] / 60, 1), device=run["device"], git_commit=run["git_commit"],
