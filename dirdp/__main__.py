@@ -185,6 +185,26 @@ def _campaign(args) -> int:
     return 0
 
 
+def _bench_json(args, argv, result: dict, *, rows: list) -> int:
+    """Write the benchmark's rows, the load it ran under and provenance to ``--json-out`` (the committed benchmarks
+    the README's tables are generated from); refused, exit 2, for a file in results/ measured on a busy machine."""
+    from pathlib import Path
+
+    from dirdp.bench import sweep
+    from dirdp.provenance import collect
+
+    if not args.json_out:
+        return 0
+    refused = sweep.refuse_busy_results_json(args.json_out, result)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
+    config = dict(command="python -m dirdp " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  load_average_1min_at_end=result["load"]["load_1min_after"])  # kept: files before the load record
+    Path(args.json_out).write_text(_json(dict(rows=rows, **result, provenance=collect(config))) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse(argv)
     if args.command == "train":
@@ -211,25 +231,24 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.threads:
             torch.set_num_threads(args.threads)
+        from dirdp.bench import sweep
+
+        if args.sweep:  # the CPU precision sweep (issue 31): interleaved configurations, peaks, FLOPs, the load
+            result = sweep.sweep(reps=args.reps, threads=tuple(args.sweep_threads))
+            print(sweep.table(result))
+            return _bench_json(args, argv, result, rows=result.pop("rows"))
         if args.campaign:
             return bench.campaign_main(models=args.models or ("inception", "resnet18", "resnet9", "papernot_cnn"),
                                        width=args.width, reps=args.reps, device=args.device, json_out=args.json_out,
                                        precisions=tuple(args.precisions))
 
+        meter = sweep.LoadMeter().start()
         rows = bench.main(args.models or ["inception", "resnet18", "resnet9"], width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
                           baselines=args.baselines,
                           channels_last=args.channels_last)
         if args.json:
             print(_json(rows))
-        if args.json_out:  # the committed benchmark the README's per-step table is generated from
-            from pathlib import Path
-
-            from dirdp.provenance import collect
-            import os
-            config = dict(command="python -m dirdp " + " ".join(argv if argv is not None else sys.argv[1:]),
-                          load_average_1min_at_end=os.getloadavg()[0])  # other work on the cores slows every step
-            Path(args.json_out).write_text(_json(dict(rows=rows, provenance=collect(config))) + "\n")
-        return 0
+        return _bench_json(args, argv, dict(load=meter.stop()), rows=rows)
 
     record = dict(preset=args.preset)
     try:

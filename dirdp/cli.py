@@ -103,6 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_b.add_argument("--json-out", help="write the rows (with --campaign: and the projections) to this JSON file, with provenance")
     p_b.add_argument("--precisions", nargs="+", default=["fp32", "bf16+cl"], choices=["fp32", "fp32+cl", "bf16", "bf16+cl"],
                      help="with --campaign: fp32 and/or bf16 autocast, each optionally channels_last (+cl)")
+    p_b.add_argument("--sweep", action="store_true",
+                     help="the CPU precision sweep: full-width and 0.25x Inception, Algorithm 1 and non-private, fp32 / "
+                          "bf16 / bf16 + channels_last, at each --sweep-threads, interleaved in one process; this "
+                          "machine's fp32 and bf16 matmul peaks, each step's GFLOP/s and fraction of its peak, the load; "
+                          "a --json-out in results/ is refused when the machine was busy")
+    p_b.add_argument("--sweep-threads", type=int, nargs="+", default=[1, 2], help="with --sweep: thread counts (default 1 2)")
     _add_campaign_parser(sub)
     return parser
 

@@ -91,7 +91,8 @@ def logits_with_true_prob(*, s_y: float, d: int, generator: torch.Generator, y: 
 
 
 def monte_carlo_check(
-    *, s_y: float, r: float, alpha: float, d: int, draws: int, generator: torch.Generator, y: int = 0
+    *, s_y: float, r: float, alpha: float, d: int, draws: int, generator: torch.Generator, y: int = 0,
+    bf16: bool = False,
 ) -> list[dict]:
     """Monte-Carlo test of Theorem 11 with the training mechanism itself.
 
@@ -101,12 +102,19 @@ def monte_carlo_check(
     logit gradient (kappa (s_j - delta_yj), Theorem 11), each with the theoretical value, the
     estimate, its standard error and the z-score (estimate - theory) / SE. The SE of the
     sample variance uses the fourth central moment: sqrt((m4 - m2^2) / n).
+
+    ``bf16``: as under ``--bf16`` training, the logits are bf16 and the mechanism is called inside a bf16 autocast
+    region (it computes in float32 regardless); the gradient it returns is bf16, as the model receives it. The
+    theory is then that of the bf16 logits (their softmax), which is what the mechanism sees.
     """
     z = logits_with_true_prob(s_y=s_y, d=d, y=y, generator=generator)
+    if bf16:
+        z = z.to(torch.bfloat16).double()  # the logits a bf16 model hands over
     s = torch.softmax(z, 0)
-    zz = z.float().repeat(draws, 1).requires_grad_(True)
+    zz = z.to(torch.bfloat16 if bf16 else torch.float32).repeat(draws, 1).requires_grad_(True)
     target = torch.full((draws,), y, dtype=torch.long)
-    loss = dirichlet_nll(zz, target, r=r, alpha=alpha, generator=generator, reduction="none")
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        loss = dirichlet_nll(zz, target, r=r, alpha=alpha, generator=generator, reduction="none")
     loss.sum().backward()
     L = loss.detach().double()
     G = zz.grad.double()
@@ -115,6 +123,8 @@ def monte_carlo_check(
     c = L - m
     m2, m4 = (c**2).mean(), (c**4).mean()
     var = m2 * n / (n - 1)
+    if bf16:
+        s_y = float(s[y])  # the bf16 logits' own probability of y
     k = float(kappa(s_y=s_y, r=r, alpha=alpha))
     base = dict(s_y=s_y, r=r, alpha=alpha, d=d, draws=draws)
     rows = [

@@ -111,3 +111,55 @@ def test_print_campaign_bench(rows, capsys):
     cell = 20000 * rows[0]["algorithm1_s"]
     assert f"{cell / 3600:.2f} h ({cell / 60:.1f} min)" in out and "not projected" in out
     assert not math.isnan(p["profile_serial_s"])
+
+
+# the CPU precision sweep (python -m dirdp bench --sweep)
+
+def test_the_sweep_times_every_configuration_against_its_own_peak():
+    from dirdp.bench import sweep
+
+    res = sweep.sweep(widths=(0.0625,), threads=(1,), reps=1, warmup=0, progress=False)
+    rows = res["rows"]
+    assert sorted((r["precision"], r["method"]) for r in rows) == sorted(
+        (p, m) for p in ("fp32", "bf16", "bf16+cl") for m in ("alg1", "nonprivate"))
+    assert set(res["peaks_gflops"]) == {"fp32_t1", "bf16_t1"} and min(res["peaks_gflops"].values()) > 0
+    for r in rows:
+        assert r["median_s"] > 0 and r["step_gflop"] > 0
+        assert r["gflops"] == pytest.approx(r["step_gflop"] / r["median_s"])
+        peak = res["peaks_gflops"][("fp32" if r["precision"] == "fp32" else "bf16") + "_t1"]
+        assert r["fraction_of_peak"] == pytest.approx(r["gflops"] / peak)
+        assert r["vs_fp32"] == pytest.approx(1.0) if r["precision"] == "fp32" else r["vs_fp32"] > 0
+    assert res["profile"]["precision"] != "fp32" and res["profile"]["ops"][0]["share"] > 0
+    assert {"load_1min_before", "load_1min_after", "others_cpu_fraction"} <= set(res["load"])
+    assert "of peak" in sweep.table(res)
+
+
+def test_flops_of_a_step_are_counted_forward_and_backward():
+    import torch
+
+    from dirdp.bench import sweep
+
+    net = torch.nn.Linear(30, 20, bias=False)
+    x, y = torch.randn(8, 30), torch.randint(0, 20, (8,))
+    # forward 2*8*30*20; backward: the weight's gradient (x was not asked for): 2*8*30*20 again
+    assert sweep.step_flops(net, x, y, torch.nn.functional.cross_entropy) == 2 * (2 * 8 * 30 * 20)
+
+
+def test_the_load_meter_sees_other_processes_and_a_busy_machine_refuses_results_json(tmp_path):
+    import subprocess
+
+    from dirdp.bench import sweep
+
+    meter = sweep.LoadMeter().start()
+    subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass"],
+                   check=True)
+    load = meter.stop()
+    assert load["others_cpu_s"] >= 0.8  # the child's second of CPU is someone else's
+    quiet = dict(load, others_cpu_fraction=0.01, load_1min_before=0.1)
+    busy = dict(quiet, others_cpu_fraction=0.3)
+    assert sweep.busy_reason(quiet) is None and "30.0%" in sweep.busy_reason(busy)
+    assert "load average was 2" in sweep.busy_reason(dict(quiet, load_1min_before=2.0))
+    results = tmp_path / "results" / "cpu" / "bench.json"
+    assert "busy" in sweep.refuse_busy_results_json(str(results), dict(load=busy))
+    assert sweep.refuse_busy_results_json(str(results), dict(load=quiet)) is None
+    assert sweep.refuse_busy_results_json(str(tmp_path / "elsewhere.json"), dict(load=busy)) is None

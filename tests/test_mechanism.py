@@ -105,6 +105,31 @@ def test_bf16_autocast_gives_finite_float32_loss_and_gradients():
     assert all(torch.isfinite(p.grad).all() for p in model.parameters())
 
 
+@pytest.mark.parametrize("d,alpha,s_y", [(10, 0.1, 0.9), (7, 3.0, 0.2), (10, 3.0, 0.9)])
+def test_under_bf16_autocast_the_mechanism_still_follows_theorem_11(d, alpha, s_y):
+    # bf16 logits, the mechanism called inside a bf16 autocast region, its bf16 gradient: the loss's mean and variance
+    # (Eqs. 4-5) and the expected logit gradient (Theorem 11) by the same z-score rule as the fp32 check
+    from dirdp import theory
+
+    g = torch.Generator().manual_seed(11)
+    rows = theory.monte_carlo_check(s_y=s_y, r=0.08 * alpha, alpha=alpha, d=d, draws=100_000, generator=g, bf16=True)
+    z = np.array([row["z"] for row in rows])
+    assert len(rows) == 2 + d and np.all(np.abs(z) < 4.5), rows  # Bonferroni over the statistics of the whole test
+
+
+def test_under_bf16_autocast_logits_of_magnitude_1e3_at_rstar_give_finite_loss_and_gradients():
+    g = torch.Generator().manual_seed(0)
+    r = rstar_mnist_eps1(3.0)
+    logits = (1e3 * torch.randn(250, 10, generator=g)).to(torch.bfloat16).requires_grad_(True)
+    y = torch.randint(0, 10, (250,), generator=g)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = dirichlet_nll(logits, y, r=r, alpha=3.0, generator=g)
+    loss.backward()
+    assert loss.dtype == torch.float32 and torch.isfinite(loss)
+    assert logits.grad.dtype == torch.bfloat16 and torch.isfinite(logits.grad).all()
+    assert logits.grad.abs().sum() > 0  # the gradient is not flushed away either
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_runs_on_cuda_with_a_cuda_generator():
     g = torch.Generator(device="cuda").manual_seed(0)
