@@ -162,6 +162,11 @@ BN_RELEASED = Run("mnist", 1.0, 0).path(PROFILE.name)
 BN_GROUPNORM = Run("mnist", 1.0, 0, norm="group").path(PROFILE.name)
 BN_TARGETS = [f"{RES}/audit_batchnorm.csv", f"{FIG}/audit_bn_influence.pdf"] if BN_RELEASED in RUNS else []
 FIXED_TARGETS += BN_TARGETS
+# The precision validation (bf16 + channels_last against fp32, MNIST eps = 1 seeds 0-2) runs where the profile trains
+# its bf16 runs (the cpu profile's extras).
+PV_TARGETS = ([f"{RES}/precision_validation.csv", f"{FIG}/precision_validation.pdf"]
+              if Run("mnist", 1.0, 0, precision="bf16").path(PROFILE.name) in RUNS else [])
+FIXED_TARGETS += PV_TARGETS
 
 
 # `snakemake --report results/<profile>/report.html`: Snakemake's self-contained HTML report of the outputs flagged

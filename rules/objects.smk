@@ -91,6 +91,38 @@ rule width_effect:
         "{params.cmd}"
 
 
+rule precision_validation:
+    """MNIST, Algorithm 1, eps = 1, 0.25x: bf16 + channels_last against fp32, seeds 0-2 each; the difference of
+    means with its 95% Welch interval and the adoption rule (within +-0.5 points), and every seed's test curve."""
+    input:
+        deps(
+            "notebooks/precision_validation.ipynb",
+            REPORT,
+            run_inputs(profile_run_paths(OBJECTS["table2_mnist"], PROFILE)),
+        ),
+    output:
+        *report_outputs(
+            [
+                f"{RES}/precision_validation.csv",
+                f"{FIG}/precision_validation.png",
+                f"{FIG}/precision_validation.pdf",
+                f"{NB}/precision_validation.ipynb",
+            ],
+            "precision_validation",
+            BEYOND,
+            "Precision",
+            "bf16 + channels_last against fp32",
+        ),
+    log:
+        f"{NB_LOGS}/precision_validation.log",
+    params:
+        cmd=papermill("precision_validation", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
+    conda:
+        ENV
+    shell:
+        "{params.cmd}"
+
+
 rule runs_summary:
     """Every run of this profile, one row each, beside the paper's accuracy for its cell (width
     always shown); accuracy curves during training."""

@@ -115,3 +115,26 @@ def test_lint_reports_only_the_documented_exception():
 def test_report_outputs_are_gitignored():
     ignore = (REPO / ".gitignore").read_text()
     assert "results/*/report.html" in ignore and "results/report.html" in ignore
+
+
+def test_an_object_table_never_pools_precisions(tmp_path):
+    # the committed fp32 MNIST eps = 1 seeds beside bf16 copies of two of them: two rows, each with its own n
+    import json
+    import shutil
+
+    from dirdp.experiments import Profile, get_object
+    from dirdp.report import object_table
+
+    repo = REPO
+    runs = tmp_path / "runs" / "cpu" / "mnist"
+    runs.mkdir(parents=True)
+    for seed in (0, 1, 2):
+        shutil.copy(repo / f"results/runs/cpu/mnist/alg1_eps1_seed{seed}.json", runs)
+    for seed in (0, 1):
+        rec = json.loads((runs / f"alg1_eps1_seed{seed}.json").read_text())
+        rec.update(precision="bf16", test_accuracy=rec["test_accuracy"] - 1)
+        (runs / f"alg1_bf16_eps1_seed{seed}.json").write_text(json.dumps(rec))
+    t = object_table(get_object("table2_mnist"), Profile.load(repo / "config/cpu.yaml"), runs_root=str(tmp_path / "runs"))
+    cell = t[(t.method == "Algorithm 1") & (t.eps == 1) & (t.label == "run here") & (t.norm == "batch")]
+    assert sorted(zip(cell.precision, cell.n)) == [("bf16", 2), ("fp32", 3)]
+    assert cell[cell.precision == "bf16"].setting.iloc[0].endswith(", bf16")

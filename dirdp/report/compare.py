@@ -38,6 +38,22 @@ def welch(mean: float, std: float, n: int, paper_mean: float, paper_std: float,
     return t, df, float(2 * stats.t.sf(abs(t), df))
 
 
+def welch_interval(a, b, level: float = 0.95) -> dict:
+    """mean(a) - mean(b) with its Welch confidence interval at ``level`` (both samples' own spreads, Welch-
+    Satterthwaite degrees of freedom): diff, lo, hi, df, n_a, n_b; lo and hi None when either sample has n < 2."""
+    from scipy import stats
+
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    out = dict(diff=float(a.mean() - b.mean()) if len(a) and len(b) else None, lo=None, hi=None, df=None,
+               n_a=len(a), n_b=len(b))
+    if len(a) < 2 or len(b) < 2:
+        return out
+    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else math.inf
+    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(va + vb)
+    return dict(out, lo=out["diff"] - half, hi=out["diff"] + half, df=float(df))
+
+
 def _paper_cell(printed: pd.DataFrame, row: dict) -> tuple[float | None, float | None, str | None]:
     """(accuracy, std, source) the paper prints for ``row``'s cell (method, eps, and q where the table varies
     it), or Nones: no such cell, or a Figure-2 cell (lr set), for which the paper prints no numbers."""

@@ -71,15 +71,21 @@ def privacy_cost_reading(t: pd.DataFrame, private: float = 2.0) -> str | None:
     n >= 2 at a width; across widths nothing is tested. None where no width ran both."""
     from scipy import stats
 
-    rows = {(float(r.eps), float(r.width)): r for r in t.itertuples()}
+    prec = t["precision"] if "precision" in t else pd.Series("fp32", index=t.index)
+    # a "width" here is (width, precision): a privacy cost is a difference within one precision
+    rows = {(float(r.eps), (float(r.width), p)): r for r, p in zip(t.itertuples(), prec)}
     widths = sorted(w for e, w in rows if e == private and (float("inf"), w) in rows)
     if not widths:
         return None
+
+    def name(w):
+        return f"{w[0]:g}x" + (", bf16" if w[1] == "bf16" else "")
+
     gaps, parts = {}, []
     for w in widths:
         inf, p = rows[(float("inf"), w)], rows[(private, w)]
         gaps[w] = inf.mean - p.mean
-        part = f"{gaps[w]:+.2f} points at {w:g}x (n = {int(inf.n)} at eps = inf, n = {int(p.n)} at eps = {fmt_eps(private)}"
+        part = f"{gaps[w]:+.2f} points at {name(w)} (n = {int(inf.n)} at eps = inf, n = {int(p.n)} at eps = {fmt_eps(private)}"
         if inf.n >= 2 and p.n >= 2:
             res = stats.ttest_ind_from_stats(inf.mean, inf.std, int(inf.n), p.mean, p.std, int(p.n), equal_var=False)
             part += f"; Welch t = {res.statistic:.2f}, p = {res.pvalue:.3g}"
@@ -89,12 +95,12 @@ def privacy_cost_reading(t: pd.DataFrame, private: float = 2.0) -> str | None:
     if not any(pd.isna(v) for v in paper):
         text += f" (the paper's, at full width: {paper[0] - paper[1]:+.2f})"
     if len(widths) >= 2:
-        text += (f"; from {widths[0]:g}x to {widths[-1]:g}x the cost moves by {gaps[widths[-1]] - gaps[widths[0]]:+.2f} "
-                 "points, not tested (a difference of two gaps")
-        ones = [f"{w:g}x" for w in widths if min(rows[(float('inf'), w)].n, rows[(private, w)].n) < 2]
+        text += (f"; from {name(widths[0])} to {name(widths[-1])} the cost moves by "
+                 f"{gaps[widths[-1]] - gaps[widths[0]]:+.2f} points, not tested (a difference of two gaps")
+        ones = [name(w) for w in widths if min(rows[(float('inf'), w)].n, rows[(private, w)].n) < 2]
         text += (f", with n = 1 in a term at {', '.join(ones)}: it claims nothing more)." if ones else ").")
     else:
-        text += f"; only {widths[0]:g}x has run at both eps so far."
+        text += f"; only {name(widths[0])} has run at both eps so far."
     return text
 
 
@@ -103,13 +109,17 @@ def width_effect(src) -> str:
     where each wider width lands against the narrowest one's seeds."""
     t = src.csv("width_effect").sort_values(["eps", "width"])
     out = ["| FashionMNIST, eps | width | test acc. ours | paper (full width) | ours - paper |", "|---|---|---|---|---|"]
+    if "precision" not in t:  # a table made before runs had a precision: every run was fp32
+        t["precision"] = "fp32"
     for row in t.itertuples():
-        out.append(f"| {fmt_eps(row.eps)} | {row.width:g}x | {acc(row.mean, row.std, int(row.n))} | {_paper(row)} | "
-                   f"{row.diff_to_paper:+.2f} |")
+        bf16 = ", bf16" if row.precision == "bf16" else ""
+        out.append(f"| {fmt_eps(row.eps)} | {row.width:g}x{bf16} | {acc(row.mean, row.std, int(row.n))} | "
+                   f"{_paper(row)} | {row.diff_to_paper:+.2f} |")
     readings = []
-    for eps, g in t.groupby("eps", sort=True):
+    for eps, g in t[t.precision == "fp32"].groupby("eps", sort=True):  # the width readings compare fp32 runs
         widths = sorted(g.width)
-        tests = {w: [r["test"] for r in src.runs_of("alg1", dataset="fashionmnist", eps=eps, width=w)] for w in widths}
+        tests = {w: [r["test"] for r in src.runs_of("alg1", dataset="fashionmnist", eps=eps, width=w,
+                                                   precision="fp32")] for w in widths}
         readings += [width_reading(eps, (widths[0], tests[widths[0]]), (w, tests[w])) for w in widths[1:]
                      if tests[widths[0]] and tests[w]]
         if len(widths) == 1:

@@ -142,10 +142,13 @@ def runs_alg1(src: Sources) -> str:
         for row in rows.itertuples():
             norm = getattr(row, "norm", None)
             norm = "batch" if norm is None or pd.isna(norm) else norm
-            runs = src.runs_of("alg1", dataset=ds, eps=row.eps, width=row.width, norm=norm)
+            precision = getattr(row, "precision", None)
+            precision = "fp32" if precision is None or pd.isna(precision) else precision
+            runs = src.runs_of("alg1", dataset=ds, eps=row.eps, width=row.width, norm=norm, precision=precision)
             test = "" if pd.isna(row.test) else f" ({row.test})".replace("|", "\\|")  # |diff| in a table cell
             out.append(
-                f"| {NAMES[ds]} | {fmt_eps(row.eps)} | {row.width:g}x{', GroupNorm' if norm == 'group' else ''} | "
+                f"| {NAMES[ds]} | {fmt_eps(row.eps)} | {row.width:g}x{', GroupNorm' if norm == 'group' else ''}"
+                f"{', bf16' if precision == 'bf16' else ''} | "
                 + ("—" if pd.isna(row.rstar) else f"{row.rstar:.6f}") + f" | {fmt_eps(row.certified_eps) if math.isinf(row.certified_eps) else f'{row.certified_eps:.4f}'} | "
                 f"{acc(row.mean, row.std, int(row.n))} | {_paper(row)} | "
                 + ("—" if pd.isna(row.diff) else f"{row.diff:+.2f}") + f" | {row.status}{test} | "
