@@ -126,7 +126,7 @@ def test_an_existing_result_of_another_run_is_refused_and_its_own_is_left_alone(
 
 
 @pytest.mark.parametrize("flags,match", [
-    (["--eps", "inf", "--q", "1.5"], "q must be a sampling rate in (0, 1]. Found q=1.5"),
+    (["--eps", "inf", "--q", "1.5"], "q must be a sampling rate in (0, 1), where Theorem 10 holds"),
     (["--q", "0"], "Found q=0.0"),
     (["--train-subset", "0"], "train_subset must be at least 1 record"),
     (["--train-subset", "-5"], "Found train_subset=-5"),
