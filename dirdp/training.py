@@ -178,7 +178,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         with _StopRequest() as stop:
             return _train(cfg, out, noise, data=data, data_root=data_root, progress=progress, stop=stop)
     finally:
-        lock.close()
+        lock.release()  # the lock file goes with the lock: none is left after a run, whatever ended it
 
 
 def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool, stop: _StopRequest) -> dict:
