@@ -1,4 +1,5 @@
-"""Command line: ``python -m dirdp rstar|epsilon|train|bench ...`` (see ``--help``)."""
+"""Command line: python -m dirdp rstar|epsilon|train|index|readme|bench|campaign ... (see --help); dirdp/cli.py
+holds the parser."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def _index(args) -> int:
 
     config = Path(dirdp.__file__).resolve().parents[1] / "config"
     profiles = sorted(p.stem for p in config.glob("*.yaml") if p.stem != "schema")
-    out = Path(args.out)
+    out = Path(args.out) if args.out is not None else None  # None: the profile's own index (write_index's default)
     problem = None
     if profiles and args.profile not in profiles:
         problem = (f"--profile {args.profile!r}: there is no config/{args.profile}.yaml. "
@@ -109,10 +110,10 @@ def _index(args) -> int:
         what = "is a file, not a folder" if Path(args.results).exists() else "does not exist"
         problem = (f"--results {args.results}: the folder {what}; give the results folder the DAG wrote "
                    f"(results, or results/{args.profile}).")
-    elif not out.parent.is_dir():
+    elif out is not None and not out.parent.is_dir():
         what = "is a file, not a folder" if out.parent.exists() else "does not exist"
         problem = f"--out {args.out}: the folder {out.parent} {what}; choose another --out (or create the folder)."
-    elif out.is_dir():
+    elif out is not None and out.is_dir():
         problem = f"--out {args.out} is a folder; give a file name, such as {out / 'README.md'}."
     if problem:
         print(f"error: {problem}", file=sys.stderr)

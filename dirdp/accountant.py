@@ -48,6 +48,12 @@ MAX_MAX_ORDER = 10_000
 square (about 3 GiB at 10,000; 80 GB for a single table at 100,000)."""
 
 
+Q_RULE = ("a sampling rate in (0, 1), where Theorem 10 holds (q = 1, the full batch, is Lemma 9's case: the audit "
+          "uses it, Theorem 10 and so training do not)")
+"""What q must be, in every message that refuses one (the accountant's, a run config's, the CLI's help): one
+interval, (0, 1). The audit's q = 1 claims go through Lemma 9 (dirdp.audit.subspace_setup.lemma9_epsilon)."""
+
+
 def _is_int(x) -> bool:
     """An integer value (int, or a float with no fraction); False for nan, inf and non-numbers."""
     try:
@@ -63,7 +69,7 @@ def _check(*, alpha=None, r=None, q=None, steps=None, delta=None, eps=None, max_
     if r is not None and not (0 < r < alpha):
         raise ValueError(f"r must lie in (0, alpha) = (0, {alpha}). Found r={r}.")
     if q is not None and not (0 < q < 1):
-        raise ValueError(f"q (the Poisson sampling rate) must lie in (0, 1). Found q={q}.")
+        raise ValueError(f"q must be {Q_RULE}. Found q={q}.")
     if steps is not None and not (_is_int(steps) and steps >= 1):
         raise ValueError(f"steps (T) must be an integer >= 1. Found steps={steps}.")
     if delta is not None and not (0 < delta < 1):

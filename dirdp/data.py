@@ -3,9 +3,10 @@
 MNIST and FashionMNIST are read from torchvision's on-disk layout (``<root>/MNIST/raw``: the
 gzip-compressed or plain IDX files); CIFAR-10 and SVHN through ``torchvision.datasets``; DermaMNIST
 (28x28, train/val/test) through ``medmnist``. The data root is ``--data-root``, else
-``$DIRDP_DATA``, else ``./data``. With network access the real downloaders fetch what is missing;
-without, a :class:`DatasetMissingError` names the files expected, where to put them and how to
-fetch them.
+``$DIRDP_DATA``, else ``./data``. A data set missing there is downloaded by the real downloaders (with
+their progress bars) where that can work: the root can be written and the download's host answers. Where
+it cannot, nothing is tried and nothing created: a :class:`DatasetMissingError` says in one line which
+root was searched, what sets it and the command that fetches the data.
 
 Normalisation uses fixed per-channel constants: the usual published ones, which are the mean and std
 of each data set's own training split (public numbers, but derived from the training data; none is
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import sys
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,7 +28,14 @@ import numpy as np
 
 
 class DatasetMissingError(FileNotFoundError):
-    """A data set is not on disk and could not be downloaded."""
+    """A data set is not on disk and could not be downloaded. ``why``: the reason it was not (one line)."""
+
+    def __init__(self, message: str, why: str = ""):
+        super().__init__(message)
+        self.why = why
+
+    def __str__(self) -> str:
+        return self.args[0]
 
 
 class DatasetCorruptError(ValueError):
@@ -50,6 +59,7 @@ class DatasetSpec:
     splits: tuple[str, ...]
     files: tuple[str, ...]  # relative to the data root
     fetch: str  # how to get the files by hand
+    source: str = ""  # where its downloader fetches from (its host is asked before a download is tried)
 
 
 _MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
@@ -58,23 +68,26 @@ _MNIST_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
 SPECS: dict[str, DatasetSpec] = {
     "mnist": DatasetSpec("mnist", 1, 28, 10, (0.1307,), (0.3081,), ("train", "test"),
                          tuple(f"MNIST/raw/{f}" for f in _MNIST_FILES),
-                         "python -c \"import torchvision; torchvision.datasets.MNIST('<root>', download=True)\""),
+                         "python -c \"import torchvision; torchvision.datasets.MNIST('<root>', download=True)\"",
+                         "https://ossci-datasets.s3.amazonaws.com/mnist/"),
     "fashionmnist": DatasetSpec("fashionmnist", 1, 28, 10, (0.2860,), (0.3530,), ("train", "test"),
                                 tuple(f"FashionMNIST/raw/{f}" for f in _MNIST_FILES),
-                                "python -c \"import torchvision; torchvision.datasets.FashionMNIST('<root>', download=True)\""),
+                                "python -c \"import torchvision; torchvision.datasets.FashionMNIST('<root>', download=True)\"",
+                                "http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"),
     "cifar10": DatasetSpec("cifar10", 3, 32, 10, (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616), ("train", "test"),
                            tuple(f"cifar-10-batches-py/{f}" for f in
                                  ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5",
                                   "test_batch"]),
-                           "python -c \"import torchvision; torchvision.datasets.CIFAR10('<root>', download=True)\""),
+                           "python -c \"import torchvision; torchvision.datasets.CIFAR10('<root>', download=True)\"",
+                           "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"),
     "svhn": DatasetSpec("svhn", 3, 32, 10, (0.4377, 0.4438, 0.4728), (0.1980, 0.2010, 0.1970), ("train", "test"),
                         ("SVHN/train_32x32.mat", "SVHN/test_32x32.mat"),
                         "python -c \"import torchvision as t; [t.datasets.SVHN('<root>/SVHN', split=s, download=True) "
-                        "for s in ('train', 'test')]\""),
+                        "for s in ('train', 'test')]\"", "http://ufldl.stanford.edu/housenumbers/"),
     "dermamnist": DatasetSpec("dermamnist", 3, 28, 7, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5), ("train", "val", "test"),
                               ("medmnist/dermamnist.npz",),
                               "python -c \"import medmnist; medmnist.DermaMNIST('train', root='<root>/medmnist', "
-                              "download=True)\""),
+                              "download=True)\"", "https://zenodo.org/"),
 }
 
 
@@ -104,15 +117,62 @@ def get_spec(name: str) -> DatasetSpec:
         raise KeyError(f"unknown data set {name!r}. Known: {', '.join(SPECS)}.") from None
 
 
-def _missing(spec: DatasetSpec, root: Path, cause: BaseException | None) -> DatasetMissingError:
-    files = "\n".join(f"  {root / f}" for f in spec.files)
-    why = f"\nThe download failed with: {type(cause).__name__}: {cause}" if cause else ""
+ROOT_RULE = "--data-root, else $DIRDP_DATA, else ./data"
+
+
+def _root_origin(given) -> str:
+    """What chose the data root: the caller's ``root`` (the CLI's --data-root), $DIRDP_DATA or the default."""
+    if given:
+        return "--data-root"
+    return "$DIRDP_DATA" if os.environ.get("DIRDP_DATA") else "the default, ./data"
+
+
+def _missing(spec: DatasetSpec, root: Path, why: str | BaseException | None, origin: str = "") -> DatasetMissingError:
+    """The one-line error of a data set that is not on disk: the root searched (and what chose it), what is missing,
+    why it was not downloaded (``why``: a reason, the download's exception, None: downloads off) and the command
+    that fetches it."""
+    absent = [p.relative_to(root).as_posix() for p in missing_files(spec.name, root)]
+    if absent:
+        what = absent[0] + (f" and {len(absent) - 1} more file{'s' * (len(absent) > 2)}" if len(absent) > 1 else "")
+        what = f"{what} missing"
+    else:  # every file there, but the loader refused them (a checksum)
+        what = f"{', '.join(spec.files)} there but refused by the loader"
+    if isinstance(why, BaseException):
+        why = f"the download failed: {type(why).__name__}: {' '.join(str(why).split())}"
+    elif why is None:
+        why = "downloads are off here"
+    where = f"{root.resolve()}{'' if root.is_dir() else ', which does not exist'}"
+    origin = f"; here: {origin}" if origin else ""
     return DatasetMissingError(
-        f"{spec.name} is not under the data root {root.resolve()} and could not be downloaded.{why}\n"
-        f"Expected files:\n{files}\n"
-        f"Put them there (or point --data-root / $DIRDP_DATA at a folder that has them), or fetch them on a "
-        f"machine with network access:\n  {spec.fetch.replace('<root>', str(root))}"
-    )
+        f"{spec.name} is not under the data root {where} ({what}; the root is {ROOT_RULE}{origin}) and was not "
+        f"downloaded ({why}). Fetch it with: {spec.fetch.replace('<root>', str(root))}", why)
+
+
+def _host(url: str) -> tuple[str, int]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def why_no_download(spec: DatasetSpec, root: Path, timeout: float = 5.0) -> str | None:
+    """Why a download of ``spec`` into ``root`` cannot work here (None: it may): the root cannot be created or
+    written, or the download's host does not answer (no network; checked only where no proxy is set, since a
+    proxy may reach what a direct connection cannot). Seconds at most, instead of a downloader's retries."""
+    import socket
+    import urllib.request
+
+    above = next((p for p in (root, *root.parents) if p.exists()), None)
+    if above is None or not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
+        return f"{above} cannot be written" if above is not None else f"{root} cannot be created"
+    if not spec.source or urllib.request.getproxies():
+        return None
+    host, port = _host(spec.source)
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as err:
+        return f"no network: {host} cannot be reached: {getattr(err, 'strerror', None) or err}"
+    return None
 
 
 def missing_files(name: str, root: str | os.PathLike | None = None) -> list[Path]:
@@ -178,7 +238,7 @@ def _load_mnist_like(spec: DatasetSpec, root: Path, split: str, download: bool) 
                 cause = err
         paths = [_find_idx(root, folder, s) for s in stems]
         if None in paths:
-            raise _missing(spec, root, cause)
+            raise _missing(spec, root, cause or (None if not download else "the downloader left no files"))
     return read_idx(paths[0])[:, None], read_idx(paths[1])
 
 
@@ -281,8 +341,14 @@ def load(name: str, split: str, *, root: str | os.PathLike | None = None, downlo
     spec = get_spec(name)
     if split not in spec.splits:
         raise ValueError(f"{spec.name} has splits {spec.splits}. Found split={split!r}.")
+    origin = _root_origin(root)
     root = data_root(root)
-    root_existed = root.is_dir()
+    if download and missing_files(spec.name, root):
+        why = why_no_download(spec, root)
+        if why is not None:  # refused at once: no downloader's retries, no folder made
+            raise _missing(spec, root, why, origin)
+        print(f"{spec.name} is not under the data root {root.resolve()}: downloading it from {_host(spec.source)[0]}",
+              file=sys.stderr, flush=True)
     try:
         with _remove_new_empty_folders(spec, root):
             if spec.name in ("mnist", "fashionmnist"):
@@ -292,10 +358,7 @@ def load(name: str, split: str, *, root: str | os.PathLike | None = None, downlo
             else:
                 images, labels = _load_medmnist(spec, root, split, download)
     except DatasetMissingError as err:
-        if root_existed:
-            raise
-        raise DatasetMissingError(f"the data root {root.resolve()} does not exist (check --data-root or "
-                                  f"$DIRDP_DATA).\n{err}") from None
+        raise _missing(spec, root, err.why, origin) from None
     import torch
 
     x = torch.from_numpy(np.array(images, dtype=np.uint8)).float().div_(255.0)

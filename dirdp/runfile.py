@@ -70,31 +70,69 @@ class _StopRequest:
             signal.signal(sig, handler)
 
 
-def _lock(out: Path):
-    """An exclusive lock on ``<out>.lock`` for the life of the run: two processes never train the same
-    result (released by the OS when the process ends, however it ends)."""
+class RunLock:
+    """The exclusive lock of one run on ``<out>.lock``, held for the life of the run: two processes never train the
+    same result. :meth:`release` (or leaving the ``with`` block) deletes the file while still holding the lock, then
+    closes it, so that no lock file outlives a finished, failed, refused or interrupted run; a killed process's lock
+    is released by the OS (its file, left behind, locks nothing)."""
+
+    def __init__(self, fh, path: Path):
+        self._fh, self.path = fh, path
+
+    def release(self) -> None:
+        if self._fh is None:
+            return
+        try:
+            self.path.unlink(missing_ok=True)  # while locked: a process waiting on this file sees it was unlinked
+        finally:
+            self._fh.close()
+            self._fh = None
+
+    close = release  # the name the file object it replaces had
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+def _lock(out: Path) -> RunLock:
+    """A :class:`RunLock` on ``<out>.lock``; a ValueError when another process holds it. The file is created for
+    the lock and deleted with it; a lock taken on a file that another process has just deleted (its run ended
+    between our open and our lock) is retried on the new file, so two runs never both hold a lock."""
     import fcntl
 
-    fh = open(out.with_name(out.name + ".lock"), "a+")
-    try:
-        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        fh.close()
-        raise ValueError(f"another process is training {out} right now (lock {out.name}.lock is held); "
-                         "wait for it or stop it first.") from None
-    return fh
+    path = out.with_name(out.name + ".lock")
+    while True:
+        fh = open(path, "a+")
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            raise ValueError(f"another process is training {out} right now (lock {out.name}.lock is held); "
+                             "wait for it or stop it first.") from None
+        try:
+            same = os.path.samestat(os.fstat(fh.fileno()), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            return RunLock(fh, path)
+        fh.close()  # we locked a file its holder had already deleted: lock the one at the path now
 
 
 def is_running(out: str | os.PathLike) -> bool:
-    """Whether a process holds the training lock of result ``out`` now."""
+    """Whether a process holds the training lock of result ``out`` now (never creates the lock file)."""
     import fcntl
 
     lock = Path(str(out) + ".lock")
-    if not lock.exists():
+    try:
+        fh = open(lock, "rb")
+    except FileNotFoundError:
         return False
-    with open(lock, "a+") as fh:
+    with fh:
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fh, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             return True
         fcntl.flock(fh, fcntl.LOCK_UN)

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from dirdp import loop, methods, provenance
+from dirdp.accountant import Q_RULE
 from dirdp.runfile import (Interrupted, _lock, _save_atomic, _StopRequest, _write_result,  # noqa: F401
                            check_writable, is_running)
 from dirdp.data import Split, get_spec, load
@@ -124,7 +125,9 @@ def _validated(cfg: RunConfig) -> RunConfig:
         if not ok:
             raise ValueError(f"{field} must be {allowed}. Found {field}={getattr(cfg, field)!r}.")
 
-    need(0 < cfg.q <= 1, "q", "a sampling rate in (0, 1]")
+    # one interval for every run, Theorem 10's (a non-private run could take q = 1; a run's q means the same whatever
+    # its method, and the accountant's message names the same interval)
+    need(0 < cfg.q < 1, "q", Q_RULE)
     need(cfg.steps >= 1, "steps", "at least 1")
     need(0 < cfg.alpha < math.inf, "alpha", "> 0 and finite")
     need(0 < cfg.delta < 1, "delta", "in (0, 1)")
@@ -175,7 +178,7 @@ def train(cfg: RunConfig, out: str | os.PathLike, *, data: dict[str, Split] | No
         with _StopRequest() as stop:
             return _train(cfg, out, noise, data=data, data_root=data_root, progress=progress, stop=stop)
     finally:
-        lock.close()
+        lock.release()  # the lock file goes with the lock: none is left after a run, whatever ended it
 
 
 def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool, stop: _StopRequest) -> dict:

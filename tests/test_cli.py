@@ -126,7 +126,7 @@ def test_an_existing_result_of_another_run_is_refused_and_its_own_is_left_alone(
 
 
 @pytest.mark.parametrize("flags,match", [
-    (["--eps", "inf", "--q", "1.5"], "q must be a sampling rate in (0, 1]. Found q=1.5"),
+    (["--eps", "inf", "--q", "1.5"], "q must be a sampling rate in (0, 1), where Theorem 10 holds"),
     (["--q", "0"], "Found q=0.0"),
     (["--train-subset", "0"], "train_subset must be at least 1 record"),
     (["--train-subset", "-5"], "Found train_subset=-5"),
@@ -209,21 +209,28 @@ def test_a_truncated_data_file_is_named_with_what_to_do(damage, tmp_path, capsys
 def test_a_missing_data_root_is_not_created_and_a_failed_download_leaves_no_folders(tmp_path, capsys, monkeypatch):
     import torchvision
 
+    from dirdp import data
+
     class OfflineMNIST:  # what torchvision does offline: make <root>/MNIST/raw, then fail
         def __init__(self, root, train=True, download=False):
             (Path(root) / "MNIST" / "raw").mkdir(parents=True, exist_ok=True)
             raise RuntimeError("Error downloading train-images-idx3-ubyte.gz (no network)")
 
     monkeypatch.setattr(torchvision.datasets, "MNIST", OfflineMNIST)
+    monkeypatch.setattr(data, "why_no_download", lambda spec, root: None)  # as if the host answered
     train = ["train", "--dataset", "mnist", "--eps", "1", "--steps", "2", "--out", tmp_path / "out" / "x.json"]
     assert cli([*train, "--data-root", tmp_path / "no" / "such" / "path"]) == 2  # a mistyped root
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: the data root {tmp_path / 'no' / 'such' / 'path'} does not exist")
-    assert "Traceback" not in err and "train-images-idx3-ubyte.gz" in err and not (tmp_path / "no").exists()
+    announced, rest = capsys.readouterr().err.split("\n", 1)  # the download is announced, then it fails
+    assert announced.endswith("downloading it from ossci-datasets.s3.amazonaws.com")
+    line = one_error_line(rest)
+    assert line.startswith(f"error: mnist is not under the data root {tmp_path / 'no' / 'such' / 'path'}, which "
+                           "does not exist (MNIST/raw/train-images-idx3-ubyte.gz and 3 more files missing")
+    assert "the download failed: RuntimeError: Error downloading" in line and not (tmp_path / "no").exists()
     assert cli([*train, "--data-root", tmp_path]) == 2  # an existing root: no empty MNIST/raw left in it
-    err = capsys.readouterr().err
-    assert err.startswith("error: mnist is not under the data root") and "Traceback" not in err
-    assert not (tmp_path / "MNIST").exists()
+    announced, rest = capsys.readouterr().err.split("\n", 1)
+    assert announced.endswith("downloading it from ossci-datasets.s3.amazonaws.com")
+    assert one_error_line(rest).startswith(f"error: mnist is not under the data root {tmp_path} (")
+    assert not (tmp_path / "MNIST").exists() and not list((tmp_path / "out").glob("*.lock"))
 
 
 @pytest.mark.parametrize("args,match", [
@@ -377,3 +384,205 @@ def test_every_flag_of_every_command_says_what_it_does():
             for path, parser in parsers(build_parser()) for a in parser._actions
             if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
     assert len(list(parsers(build_parser()))) > 8 and bare == []
+
+
+# ------------------------------------------------------------------ issue 30: one line per mistake, q, lock files, help
+
+ARGPARSE_MISTAKES = [
+    ["rstar", "--preset", "mnist", "--eps", "one"],
+    ["train", "--dataset", "mnist", "--eps", "1", "--method", "foo", "--out", "{tmp}/r.json"],
+    ["train", "--dataset", "mnist", "--eps", "-1", "--out", "{tmp}/r.json"],
+    ["train", "--dataset", "mnist", "--eps", "1", "--q", "1/0", "--out", "{tmp}/r.json"],
+    ["train", "--dataset", "mnist", "--eps", "1"],
+    ["epsilon", "--preset", "mnist", "--r", "x"],
+    ["index", "--bogus"],
+    ["readme", "--check", "extra"],
+    ["bench", "--models", "vgg"],
+    ["campaign", "run", "--k", "two"],
+    ["campaign", "status", "--config"],
+    ["campaign", "unpack"],
+    ["campaign"],
+    ["nonsense"],
+    [],
+]
+
+
+@pytest.mark.parametrize("argv", ARGPARSE_MISTAKES, ids=[" ".join(a[:3]) or "(none)" for a in ARGPARSE_MISTAKES])
+def test_every_argparse_mistake_is_one_error_line_and_exit_2(argv, tmp_path):
+    """argparse's own refusals (a type, a choice, a missing or extra argument) in a real process: one line on
+    standard error, "error: ...", exit status 2, no usage block, no traceback, nothing written."""
+    out = run(*[a.format(tmp=tmp_path) for a in argv])
+    assert out.returncode == 2 and out.stdout == ""
+    line = one_error_line(out.stderr)
+    assert "usage:" not in out.stderr and line.endswith("--help)") and list(tmp_path.iterdir()) == []
+
+
+def test_rstar_eps_minus_one_is_one_line_too(capsys):
+    assert cli(["rstar", "--preset", "mnist", "--eps", "-1"]) == 2
+    assert one_error_line(capsys.readouterr().err) == "error: eps must be > 0. Found eps=-1.0."
+
+
+@pytest.mark.parametrize("text,rate", [("250/60000", 250 / 60000), ("0.004", 0.004), ("1/4", 0.25), (" 1 / 8 ", 0.125),
+                                       ("2.5e-3", 0.0025)])
+def test_a_rate_may_be_written_as_a_fraction(text, rate):
+    from dirdp.cli import _parse
+    from dirdp.training import make_config
+
+    args = _parse(["train", "--dataset", "mnist", "--eps", "1", "--out", "x.json", "--q", text])
+    assert args.q == rate
+    assert make_config("mnist", 1.0, q=args.q).q == rate
+    assert _parse(["rstar", "--preset", "mnist", "--eps", "1", "--q", text]).q == rate
+    assert _parse(["epsilon", "--preset", "mnist", "--r", "0.3", "--q", text]).q == rate
+
+
+def test_rstar_with_the_paper_s_fraction_equals_the_preset(capsys):
+    assert cli(["rstar", "--preset", "mnist", "--eps", "1", "--q", "250/60000", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["rstar"] == accountant.rstar(eps=1.0, alpha=3.0, q=250 / 60000,
+                                                                            steps=9600, delta=1e-5)
+
+
+def test_q_is_refused_with_one_interval_everywhere(tmp_path, capsys):
+    """train (the run config) and rstar/epsilon (the accountant) refuse q = 1 and q = 1.5 with the same words:
+    (0, 1), Theorem 10's interval, and q = 1 named as Lemma 9's case, the audit's."""
+    messages = {}
+    for q in ("1", "1.5", "0"):
+        for argv in (["train", "--dataset", "mnist", "--eps", "1", "--out", tmp_path / "r.json", "--q", q],
+                     ["train", "--dataset", "mnist", "--eps", "inf", "--out", tmp_path / "r.json", "--q", q],
+                     ["rstar", "--preset", "mnist", "--eps", "1", "--q", q],
+                     ["epsilon", "--preset", "mnist", "--r", "0.3", "--q", q]):
+            assert cli(argv) == 2
+            line = one_error_line(capsys.readouterr().err)
+            assert line.endswith(f"Found q={float(q)}."), line
+            messages[line.rsplit(" Found", 1)[0]] = argv
+    (rule,) = messages  # one message, whatever refused q
+    assert rule == f"error: q must be {accountant.Q_RULE}." and "(0, 1)" in rule and "(0, 1]" not in rule
+    assert "q = 1, the full batch, is Lemma 9's case" in rule and not (tmp_path / "r.json").exists()
+    from dirdp.cli import build_parser
+
+    assert "(0, 1)" in build_parser()._subparsers._group_actions[0].choices["train"].format_help()
+
+
+def _locks(folder) -> list:
+    return sorted(p.name for p in Path(folder).rglob("*.lock"))
+
+
+def test_no_lock_file_outlives_a_finished_a_refused_or_a_failed_run(tiny_root, tmp_path, capsys):
+    """<out>.lock exists only while a run holds it: not after the run finished, was refused (a bad checkpoint in
+    its place, found under the lock) or failed (its data set missing)."""
+    base = ["train", "--dataset", "mnist", "--eps", "1", "--steps", "4", "--q", "1/4", "--width", "0.0625",
+            "--train-subset", "500", "--no-progress"]
+    done = tmp_path / "done.json"
+    assert cli([*base, "--data-root", tiny_root, "--out", done]) == 0
+    result = json.loads(done.read_text())
+    assert result["q"] == 0.25 and result["provenance"]["config"]["q"] == 0.25
+    (tmp_path / "bad.json.ckpt.pt").write_bytes(b"")  # refused under the lock: not a readable checkpoint
+    assert cli([*base, "--data-root", tiny_root, "--out", tmp_path / "bad.json"]) == 2
+    assert "is not a readable checkpoint" in one_error_line(capsys.readouterr().err)
+    (tmp_path / "empty").mkdir()
+    assert cli([*base, "--data-root", tmp_path / "empty", "--out", tmp_path / "nodata.json"]) == 2
+    assert "mnist is not under the data root" in capsys.readouterr().err
+    assert cli(["train", "--dataset", "mnist", "--eps", "1", "--q", "1", "--out", tmp_path / "q1.json"]) == 2
+    assert _locks(tmp_path) == [] and done.exists() and not (tmp_path / "nodata.json").exists()
+
+
+def test_no_lock_file_outlives_an_interrupted_run(tiny_root, tmp_path, monkeypatch):
+    from dirdp import loop, training
+
+    def stop(*args, **kwargs):
+        raise loop.Stopped(2)
+
+    monkeypatch.setattr(training.loop, "run", stop)
+    cfg = training.make_config("mnist", 1.0, steps=4, q=0.25, width=0.0625)
+    with pytest.raises(training.Interrupted):
+        training.train(cfg, tmp_path / "x.json", data_root=tiny_root, progress=False)
+    assert _locks(tmp_path) == []
+
+
+def test_the_lock_still_keeps_a_second_run_out_and_is_gone_after(tmp_path):
+    from dirdp import runfile
+
+    out = tmp_path / "x.json"
+    held = runfile._lock(out)
+    assert runfile.is_running(out) and (tmp_path / "x.json.lock").exists()
+    with pytest.raises(ValueError, match="another process is training"):
+        runfile._lock(out)
+    assert runfile.is_running(out)  # the refused one left the holder's lock alone
+    held.release()
+    assert not runfile.is_running(out) and _locks(tmp_path) == []
+    with runfile._lock(out):
+        assert runfile.is_running(out)
+    assert _locks(tmp_path) == []
+
+
+def test_a_lock_won_on_a_file_its_holder_just_deleted_is_taken_again(tmp_path, monkeypatch):
+    """The race of deleting the lock file: our open finds the holder's file, the holder ends (deletes and unlocks
+    it), we lock the deleted file. That lock guards nothing (a third process would create a new file and lock
+    it), so _lock takes the lock on the file at the path instead."""
+    import builtins
+
+    from dirdp import runfile
+
+    out = tmp_path / "x.json"
+    opened = []
+
+    def open_then_holder_ends(path, *args, **kwargs):
+        fh = builtins.open(path, *args, **kwargs)
+        if not opened:
+            Path(path).unlink()  # the holder's release, between our open and our flock
+        opened.append(fh)
+        return fh
+
+    monkeypatch.setattr(runfile, "open", open_then_holder_ends, raising=False)
+    held = runfile._lock(out)
+    monkeypatch.undo()
+    assert len(opened) == 2 and (tmp_path / "x.json.lock").exists() and runfile.is_running(out)
+    held.release()
+    assert _locks(tmp_path) == []
+
+
+def _parsers():
+    import argparse
+
+    from dirdp.cli import build_parser
+
+    def walk(parser, path):
+        yield path, parser
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, path + [name])
+
+    return list(walk(build_parser(), []))
+
+
+@pytest.mark.parametrize("path,parser", _parsers(), ids=[" ".join(p) or "python -m dirdp" for p, _ in _parsers()])
+def test_each_help_opens_with_a_sentence_and_an_example_and_shows_defaults(path, parser):
+    import argparse
+    import re
+
+    text = parser.format_help()
+    first = text.splitlines()[0]
+    assert re.match(r"^[A-Z][^`]*\.$", first), first  # a sentence, not "usage: ..."
+    assert "\nExample" in text and f"python -m dirdp {' '.join(path)}".strip() in text.split("usage:")[0]
+    for markup in ("``", ":func:", ":mod:", ":class:", ":meth:"):
+        assert markup not in text, markup
+    flat = " ".join(text.split())
+    for action in parser._actions:
+        default = action.default
+        if action.option_strings and default not in (None, False, argparse.SUPPRESS):
+            shown = " ".join(map(str, default)) if isinstance(default, list) else str(default)
+            assert f"default: {shown}" in flat or f"default {shown}" in flat, (action.option_strings, default)
+
+
+def test_help_is_what_a_user_gets_with_exit_0():
+    out = run("--help")
+    assert out.returncode == 0 and out.stdout.startswith("Reproduce and audit") and "``" not in out.stdout
+    out = run("train", "--help")
+    assert out.returncode == 0 and out.stdout.startswith("Train one run")
+    assert "[0.0625, 8]" in " ".join(out.stdout.split()) and "250/60000" in out.stdout
+
+
+def test_the_help_s_minimum_width_is_training_s():
+    from dirdp import cli, training
+
+    assert cli.MIN_WIDTH == training.MIN_WIDTH

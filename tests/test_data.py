@@ -1,5 +1,7 @@
 """Data sets: the offline mirror, tiny files in every real on-disk format, errors, augmentation."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -57,9 +59,9 @@ def test_missing_data_set_names_files_place_and_fetch_command(tmp_path, name):
     with pytest.raises(data.DatasetMissingError) as err:
         data.load(name, "train", root=tmp_path, download=False)
     msg = str(err.value)
-    for f in data.get_spec(name).files:
-        assert str(tmp_path / f) in msg
-    assert "--data-root" in msg and "download=True" in msg
+    spec = data.get_spec(name)
+    assert "\n" not in msg and f"the data root {tmp_path} (" in msg and f"{spec.files[0]} " in msg, msg
+    assert "--data-root, else $DIRDP_DATA, else ./data" in msg and "download=True" in msg
 
 
 def test_bad_split_and_name():
@@ -131,7 +133,7 @@ def test_damaged_files_of_the_other_loaders_are_named(tiny_root, tmp_path):
 def test_a_failed_load_creates_no_folders(tmp_path):
     root = tmp_path / "a" / "b"
     for name in data.SPECS:
-        with pytest.raises(data.DatasetMissingError, match=f"the data root {root} does not exist"):
+        with pytest.raises(data.DatasetMissingError, match=f"the data root {root}, which does not exist"):
             data.load(name, "train", root=root, download=False)
     assert not (tmp_path / "a").exists()
 
@@ -155,3 +157,53 @@ def test_what_the_snakefile_imports_leaves_torch_out():
     assert proc.stdout.split() == ["False", "True"]  # random_crop_flip brings torch, on first use
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         data.nothing  # noqa: B018
+
+
+def test_a_download_is_tried_only_where_it_can_work(tmp_path, monkeypatch):
+    """No network (or a root that cannot be written): why_no_download says so in seconds, without a downloader's
+    retries; where the host answers, it has no objection."""
+    import socket
+
+    spec = data.get_spec("mnist")
+
+    def refuse(address, timeout=None):
+        raise OSError(101, "Network is unreachable")
+
+    monkeypatch.delenv("HTTPS_PROXY", raising=False)
+    monkeypatch.delenv("https_proxy", raising=False)
+    monkeypatch.delenv("HTTP_PROXY", raising=False)
+    monkeypatch.delenv("http_proxy", raising=False)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    assert data.why_no_download(spec, tmp_path / "new") == \
+        "no network: ossci-datasets.s3.amazonaws.com cannot be reached: Network is unreachable"
+    (tmp_path / "afile").write_text("")
+    assert data.why_no_download(spec, tmp_path / "afile" / "data") == f"{tmp_path / 'afile'} cannot be written"
+
+    class Answered:
+        def close(self):
+            pass
+
+    monkeypatch.setattr(socket, "create_connection", lambda address, timeout=None: Answered())
+    assert data.why_no_download(spec, tmp_path / "new") is None
+
+
+def test_a_missing_data_set_is_downloaded_where_that_works(tmp_path, monkeypatch, capsys):
+    """The download path, with the downloader replaced by one that writes a tiny MNIST the way torchvision does."""
+    import torchvision
+    calls = []
+
+    class FakeMNIST:
+        def __init__(self, root, train=True, download=False):
+            calls.append((root, train, download))
+            raw = Path(root) / "MNIST" / "raw"
+            for prefix, n in (("train", 64), ("t10k", 32)):
+                write_idx(raw / f"{prefix}-images-idx3-ubyte.gz", np.zeros((n, 28, 28)))
+                write_idx(raw / f"{prefix}-labels-idx1-ubyte.gz", np.arange(n) % 10)
+
+    monkeypatch.setattr(torchvision.datasets, "MNIST", FakeMNIST)
+    monkeypatch.setattr(data, "why_no_download", lambda spec, root: None)
+    split = data.load("mnist", "train", root=tmp_path / "new")
+    assert len(split) == 64 and calls == [(str(tmp_path / "new"), True, True)]
+    assert "downloading it from ossci-datasets.s3.amazonaws.com" in capsys.readouterr().err
+    data.load("mnist", "test", root=tmp_path / "new")  # on disk now: no second download
+    assert len(calls) == 1

@@ -69,11 +69,16 @@ def test_each_profile_has_its_own_index_and_the_top_index_links_them(tmp_path, m
 
 
 def test_the_cli_defaults_index_the_profile_folder_and_keep_the_top_index(tmp_path, monkeypatch):
-    # `python -m dirdp index --profile cpu` passes --results results --out results/README.md
+    # `python -m dirdp index --profile cpu` passes --results results and no --out (as its --help says: the profile's
+    # own index); --out results/README.md, the default of earlier commits, means the same
+    from dirdp.cli import _parse
+
+    assert _parse(["index", "--profile", "cpu"]).out is None
     monkeypatch.chdir(tmp_path)
     cpu = _profile_folder(tmp_path, "cpu")
-    out = index.write_index(results="results", profile="cpu", out="results/README.md")
-    assert out.resolve() == (cpu / "README.md").resolve()
+    for out in (None, "results/README.md"):
+        out = index.write_index(results="results", profile="cpu", out=out)
+        assert out.resolve() == (cpu / "README.md").resolve()
     assert "## Objects" in (cpu / "README.md").read_text()
     assert (tmp_path / "results/README.md").read_text().startswith("# Results\n")
 

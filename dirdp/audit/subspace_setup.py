@@ -165,7 +165,8 @@ def claim(method: str, *, q: float, steps: int, eps: float = 1.0, preset: str = 
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}. Found {method!r}.")
     if not (0 < q <= 1 and int(steps) == steps and steps >= 1):
-        raise ValueError(f"need 0 < q <= 1 and an integer steps >= 1. Found q={q}, steps={steps}.")
+        raise ValueError(f"the audit needs q in (0, 1] (Theorem 10 for q < 1, Lemma 9 at q = 1, the full batch) and an "
+                         f"integer steps >= 1. Found q={q}, steps={steps}.")
     p = get_preset(preset)
     r = paper_rstar(eps, preset) if r is None else r
     if q >= 1:
