@@ -126,6 +126,9 @@ def _add_campaign_parser(sub) -> None:
     r.add_argument("--no-tests", action="store_true", help="skip the CUDA test lane")
     r.add_argument("--no-bench", action="store_true", help="skip the benchmark")
     r.add_argument("--bench-reps", type=int, default=10, help="the benchmark's timed steps (default 10)")
+    r.add_argument("--no-fit", dest="fit", action="store_false", default=None,
+                   help="with a budget, start the queue K at a time anyway (default: only the runs the benchmark's "
+                        "steps/s says can finish in the budget, unless --k is given)")
     r.add_argument("--require-clean", action="store_true",
                    help="start a run only while the code equals its commit (the CPU campaign: no '+dirty' results)")
     s = act.add_parser("status", help="where each run of a profile's campaign stands")
@@ -134,6 +137,8 @@ def _add_campaign_parser(sub) -> None:
     u = act.add_parser("unpack", help="put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the repository")
     u.add_argument("src", metavar="DIR", help="folder holding the pack")
     u.add_argument("--into", help="repository root (default: this one)")
+    u.add_argument("--allow-smoke", action="store_true",
+                   help="unpack a smoke pack (campaign run --smoke: 4-step CPU runs) too; refused without it")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

@@ -81,11 +81,14 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
                            "--workdir", str(work), "--pack", str(pack_dir)], cwd=REPO, env=_env(tiny_root),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    runs = sorted((work / "results/runs/gpu/fashionmnist").glob("*.json"))
+    # a smoke campaign is the profile "gpu-smoke": its 4-step runs never sit at a real run's path
+    assert not (work / "results/runs/gpu").exists()
+    runs = sorted((work / "results/runs/gpu-smoke/fashionmnist").glob("*.json"))
     assert [p.name for p in runs] == [f"alg1_eps2_seed{s}.json" for s in range(3)]
-    (summary_path,) = (work / "results/campaign/gpu").glob("*/summary.json")
+    (summary_path,) = (work / "results/campaign/gpu-smoke").glob("*/summary.json")
     summary = json.loads(summary_path.read_text())
     assert summary["k"] == 2 and [r["status"] for r in summary["runs"]] == ["finished"] * 3
+    assert summary["fit"] and summary["started"] == summary["finished"] == 3 and "fit: 3 run(s)" in summary["k_reason"]
     assert all(r["step"] == 4 and r["steps_this_call"] == 4 for r in summary["runs"])
     assert summary["tests"]["returncode"] == 5 or "skipped" in summary["tests"]["last_line"]  # no CUDA here
     bench = json.loads((summary_path.parent / "bench.json").read_text())
@@ -96,7 +99,13 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     parts = sorted(pack_dir.iterdir())
     assert 1 <= len(parts) <= 4 and all(p.stat().st_size <= 15.5 * 2**20 for p in parts)
     repo.mkdir()
-    written = campaign.unpack(pack_dir, root=repo)
+    with pytest.raises(ValueError, match="a smoke pack"):  # the trap: 4-step runs counted as finished results
+        campaign.unpack(pack_dir, root=repo)
+    assert not list(repo.rglob("*"))
+    refused = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "unpack", str(pack_dir), "--into", str(repo)],
+                             cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "a smoke pack" in refused.stderr and "--allow-smoke" in refused.stderr
+    written = campaign.unpack(pack_dir, root=repo, allow_smoke=True)
     for p in runs:
         rel = p.relative_to(work)
         assert str(rel) in written and (repo / rel).read_bytes() == p.read_bytes()
