@@ -82,5 +82,5 @@ while read -r f; do
 done < <(sed -n 's/^  //p' "$WORK/unpacked.txt")
 say "$n unpacked file(s), each identical to the device copy's"
 [ -z "$(git status --porcelain --untracked-files=no)" ] || { echo "rehearsal: the unpack changed tracked files" >&2; exit 1; }
-PYTHONPATH="$WORK/clone" "$PY" -m dirdp campaign status --config config/gpu.yaml --workdir "$WORK/clone" | head -1
+PYTHONPATH="$WORK/clone" "$PY" -m dirdp campaign status --config config/gpu.yaml --workdir "$WORK/clone" | sed -n 1p
 say "done: $WORK"

@@ -288,3 +288,36 @@ def test_tables_plans_exactly_what_reads_the_runs_that_landed():
 def test_tables_refuses_a_run_that_is_not_committed():
     proc = _tables("results/runs/cpu/mnist/no_such_run.json")
     assert proc.returncode == 2 and "is not in HEAD" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_first_call_starts_only_the_runs_that_can_finish():
+    """The first-call plan (fit_runs): from the benchmark's seconds per step, the runs started (in queue order) must
+    finish in the time left, however fast or slow the GPU; K is how many were chosen, at most the memory's bound."""
+    prof = Profile.load(REPO / "config/gpu.yaml")
+    jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
+
+    def rows(alg1_s):
+        return [dict(model="inception", width=1.0, precision="fp32", batch=250, nonprivate_s=alg1_s / 2,
+                     algorithm1_s=alg1_s, dpsgd_s=alg1_s * 5)]
+
+    # 9,600 steps at 10 ms: 96 s of steps, x 1.3 + 30 s = 154.8 s a run: two fit in 400 s
+    chosen, k, why = campaign.fit_runs(jobs, rows(0.01), prof, seconds=400, k_max=8)
+    assert [j.name for j in chosen] == ["fashionmnist/alg1_eps2_seed0", "fashionmnist/alg1_eps2_seed1"] and k == 2
+    assert "fit: 2 run(s)" in why
+    assert campaign.fit_runs(jobs, rows(0.001), prof, seconds=400, k_max=3)[1] == 3  # fast: the memory bound
+    slow, k, why = campaign.fit_runs(jobs, rows(0.1), prof, seconds=400, k_max=8)  # 1,278 s a run
+    assert slow == [] and k == 1 and "no run can finish" in why and "1278 s" in why
+    assert campaign.fit_runs(jobs, None, prof, seconds=400, k_max=8)[0] == []  # no benchmark: nothing starts
+
+
+def test_a_checkpoint_is_packed_only_if_the_next_call_can_carry_it(tmp_path):
+    prof = Profile.load(REPO / "config/gpu.yaml")
+    jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs", max_runs=2)
+    for j in jobs:
+        j.ckpt.parent.mkdir(parents=True, exist_ok=True)
+        j.ckpt.write_bytes(b"x" * 1000)
+    cdir = tmp_path / "c"
+    cdir.mkdir()
+    labels = lambda room: [label for _, label in campaign.pack_list(jobs, cdir, ckpt_room=room)]  # noqa: E731
+    assert labels(None).count("checkpoint") == 2 and labels(1500).count("checkpoint") == 1
+    assert labels(500).count("checkpoint") == 0

@@ -197,7 +197,7 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         f"{f'budget {budget_s} s' if budget_s else 'no budget'}, results under {work / 'results'}")
 
     fit = bool(budget_s) and k is None if fit is None else fit
-    step_cap = min(150.0, 0.2 * budget_s) if budget_s else 150.0  # the test lane and the benchmark, each
+    step_cap = min(150.0, max(90.0, 0.2 * budget_s)) if budget_s else 150.0  # the test lane and the benchmark, each
     if tests:
         missing = _pytest_missing()
         if missing:
