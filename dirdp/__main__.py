@@ -216,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.campaign:
             return bench.campaign_main(models=args.models or ("inception", "resnet18", "resnet9", "papernot_cnn"),
                                        width=args.width, reps=args.reps, device=args.device, json_out=args.json_out,
-                                       precisions=tuple(args.precisions))
+                                       precisions=tuple(args.precisions), batch=args.batch)
 
         rows = bench.main(args.models or ["inception", "resnet18", "resnet9"], width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
                           baselines=args.baselines,

@@ -103,6 +103,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_b.add_argument("--json-out", help="write the rows (with --campaign: and the projections) to this JSON file, with provenance")
     p_b.add_argument("--precisions", nargs="+", default=["fp32", "bf16+cl"], choices=["fp32", "fp32+cl", "bf16", "bf16+cl"],
                      help="with --campaign: fp32 and/or bf16 autocast, each optionally channels_last (+cl)")
+    p_b.add_argument("--batch", type=int,
+                     help="with --campaign: time this batch size instead of the paper's (the campaign's --smoke mode)")
     _add_campaign_parser(sub)
     return parser
 

@@ -216,7 +216,7 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         bench_cmd = [sys.executable, "-m", "dirdp", "bench", "--campaign", "--device", device,
                      "--reps", str(1 if smoke else bench_reps), "--json-out", str(cdir / "bench.json")]
         if smoke:
-            bench_cmd += ["--width", "0.0625", "--models", "inception", "--precisions", "fp32"]
+            bench_cmd += ["--width", "0.0625", "--models", "inception", "--precisions", "fp32", "--batch", "16"]
         elif fit:  # the first call: the models its runs train, so that the budget goes to training
             bench_cmd += ["--models", *sorted(_models(profile))]
         summary["bench"] = _step("benchmark", bench_cmd, cdir / "bench.log",
