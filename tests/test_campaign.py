@@ -91,6 +91,8 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     assert summary["fit"] and summary["started"] == summary["finished"] == 3 and "fit: 3 run(s)" in summary["k_reason"]
     assert all(r["step"] == 4 and r["steps_this_call"] == 4 for r in summary["runs"])
     assert summary["tests"]["returncode"] == 5 or "skipped" in summary["tests"]["last_line"]  # no CUDA here
+    assert summary["tests"]["ran"] is True and summary["tests"]["runner"] == "pytest"  # the summary says which ran
+    assert summary["checkpoints_not_carried"] == [] and "runs started 3, finished 3" in done.stdout
     bench = json.loads((summary_path.parent / "bench.json").read_text())
     assert bench["rows"][0]["algorithm1_s"] > 0 and bench["rows"][0]["model"] == "inception"
     assert {"table1_cell_s", "profile_serial_s"} <= set(bench["projection"]) and len(bench["projections"]) == 3

@@ -264,18 +264,23 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         if j.log.exists() and j.status not in ("queued", "done", "no-data"):
             (logs / j.run.dataset).mkdir(parents=True, exist_ok=True)
             shutil.copy(j.log, logs / j.run.dataset / j.log.name)
+    measured = REPO / ".gpu" / "TRAVEL.json"  # scripts/gpu_prepare.sh's measurement of this call's tree
+    if travel_bytes is None and measured.exists():
+        travel_bytes = int(json.loads(measured.read_text())["total_bytes"])
+    summary["travel_bytes"] = travel_bytes
+    from dirdp.campaign.travel import REFUSE_OVER
+
+    room = None if travel_bytes is None else REFUSE_OVER - travel_bytes
+    not_carried: list[str] = []
+    pack_list(jobs, cdir, ckpt_room=room, not_carried=not_carried)
+    summary["checkpoints_not_carried"] = not_carried
     summary["wall_s"] = round(time.monotonic() - t0, 1)
     (cdir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     say(report(summary))
+    if not_carried:
+        say(f"checkpoints left behind ({len(not_carried)}): the next call could not carry them within "
+            f"{REFUSE_OVER / MIB:.0f} MiB ({travel_bytes:,} bytes travel already): {', '.join(not_carried)}")
     if pack_to:
-        from dirdp.campaign.travel import REFUSE_OVER
-
-        measured = REPO / ".gpu" / "TRAVEL.json"  # scripts/gpu_prepare.sh's measurement of this call's tree
-        if travel_bytes is None and measured.exists():
-            travel_bytes = int(json.loads(measured.read_text())["total_bytes"])
-        summary["travel_bytes"] = travel_bytes
-
-        room = None if travel_bytes is None else REFUSE_OVER - travel_bytes
         packed = pack(pack_list(jobs, cdir, ckpt_room=room), pack_to, root=work,
                       meta=dict(smoke=smoke, profile=profile.name, config=str(config), git_commit=summary["git_commit"]))
         say(f"packed {packed['files']} files into {len(packed['parts'])} part(s), {packed['bytes'] / MIB:.1f} MiB, in "
