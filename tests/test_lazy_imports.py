@@ -123,3 +123,21 @@ def test_the_campaign_runs_without_jsonschema_and_pytest(tiny_root, tmp_path):
     bad.write_text("profile: bad\nextends: gpu\ntraining: {widht: 1}\n")
     typo = run_blocked(["campaign", "status", "--config", str(bad)], site=site, timeout=120)
     assert typo.returncode == 2 and "unknown key 'widht' (did you mean 'width'?)" in typo.stderr, typo.stderr
+
+
+def test_the_structural_check_without_jsonschema_says_what_jsonschema_says():
+    """Where jsonschema is missing (the GPU machine), profile_schema.errors falls back to a plain structural check of
+    config/schema.yaml: the committed profiles pass it, and the usual mistakes read as jsonschema's lines do."""
+    import yaml
+
+    from dirdp import profile_schema as ps
+
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        if path.name != "schema.yaml":
+            assert ps._structural_errors(yaml.safe_load(path.read_text())) == [], path
+    for config, partial in [({"profile": "x", "training": {"widht": 1}}, False), ({"profile": "x"}, False),
+                            ({"profile": "x", "extends": "paper", "objects": []}, False),
+                            ({"profile": "x", "extends": "paper", "grids": {"table2_mnst": {}}}, False),
+                            ({"profile": "x", "extends": "paper", "training": {"seeds": "a"}}, False),
+                            ({"training": {"threads_by_width": [{"width": 1}]}}, True), ({"training": {}}, True)]:
+        assert ps._structural_errors(config, partial=partial) == ps.errors(config, partial=partial), config
