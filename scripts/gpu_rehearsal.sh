@@ -6,7 +6,7 @@
 #   2. scripts/gpu_prepare.sh (the carry .gpu/ and the size check: what travels, refused over 60 MiB);
 #   3. the tree copied as the device receives it: tracked + untracked-not-ignored files + .gpu, no .git;
 #   4. the first-call plan there (scripts/gpu_campaign.sh --smoke: no CUDA here, so 4-step CPU runs of the
-#      gpu-smoke profile) with a short budget (REHEARSAL_BUDGET, default 240 s), packed into an $OUT folder, checked
+#      gpu-smoke profile) with a short budget (REHEARSAL_BUDGET, default 420 s), packed into an $OUT folder, checked
 #      against the device's rule for what comes back (at most 8 files, 16 MiB each, 64 MiB in all);
 #   5. the pack unpacked into a clean clone of HEAD (refused as a smoke pack first; then --allow-smoke), every file
 #      compared with the copy's, and `campaign status` of the clone.
@@ -20,7 +20,7 @@ PY=${PYTHON:-.venv/bin/python}
 PY=$(cd "$(dirname "$PY")" && pwd)/$(basename "$PY")
 VENV=${REHEARSAL_VENV:-/tmp/dev312}
 PY312=${PY312:-$(command -v python3.12 || echo /root/.pyenv/versions/3.12.1/bin/python3.12)}
-BUDGET=${REHEARSAL_BUDGET:-240}
+BUDGET=${REHEARSAL_BUDGET:-420}
 WORK=${REHEARSAL_DIR:-$(mktemp -d /tmp/dirdp-rehearsal.XXXXXX)}
 say() { echo "== rehearsal: $*"; }
 
