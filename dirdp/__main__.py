@@ -160,7 +160,8 @@ def _campaign(args) -> int:
         if args.action == "status":
             print(campaign.status(args.config, workdir=args.workdir))
         elif args.action == "unpack":
-            written = campaign.unpack(args.src, **({"root": Path(args.into)} if args.into else {}))
+            written = campaign.unpack(args.src, allow_smoke=args.allow_smoke,
+                                      **({"root": Path(args.into)} if args.into else {}))
             print(f"unpacked {len(written)} files:\n" + "\n".join(f"  {w}" for w in written))
         else:
             if args.k is not None and args.k < 1:
@@ -174,7 +175,8 @@ def _campaign(args) -> int:
             summary = campaign.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
                                             smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
                                             tests=not args.no_tests, bench=not args.no_bench,
-                                            bench_reps=args.bench_reps, require_clean=args.require_clean)
+                                            bench_reps=args.bench_reps, require_clean=args.require_clean,
+                                            fit=args.fit)
             failed = [r["run"] for r in summary["runs"] if r["status"] == "failed"]
             if failed:
                 print(f"failed runs: {', '.join(failed)} (their logs are in {summary['campaign_dir']}/logs)",
@@ -241,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.campaign:
             return bench.campaign_main(models=args.models or ("inception", "resnet18", "resnet9", "papernot_cnn"),
                                        width=args.width, reps=args.reps, device=args.device, json_out=args.json_out,
-                                       precisions=tuple(args.precisions))
+                                       precisions=tuple(args.precisions), batch=args.batch)
 
         meter = sweep.LoadMeter().start()
         rows = bench.main(args.models or ["inception", "resnet18", "resnet9"], width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,

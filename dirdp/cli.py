@@ -207,6 +207,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "machine's fp32 and bf16 matmul peaks, each step's GFLOP/s and fraction of its peak, the load; "
                           "a --json-out in results/ is refused when the machine was busy")
     p_b.add_argument("--sweep-threads", type=int, nargs="+", default=[1, 2], help="with --sweep: thread counts (default 1 2)")
+    p_b.add_argument("--batch", type=int,
+                     help="with --campaign: time this batch size instead of the paper's (the campaign's --smoke mode)")
     _add_campaign_parser(sub)
     return parser
 
@@ -239,6 +241,9 @@ def _add_campaign_parser(sub) -> None:
     r.add_argument("--no-tests", action="store_true", help="skip the CUDA test lane")
     r.add_argument("--no-bench", action="store_true", help="skip the benchmark")
     r.add_argument("--bench-reps", type=int, default=10, help="the benchmark's timed steps")
+    r.add_argument("--no-fit", dest="fit", action="store_false", default=None,
+                   help="with a budget, start the queue K at a time anyway (default: only the runs the benchmark's "
+                        "steps/s says can finish in the budget, unless --k is given)")
     r.add_argument("--require-clean", action="store_true",
                    help="start a run only while the code equals its commit (the CPU campaign: no '+dirty' results)")
     s = act.add_parser("status", help="where each run of a profile's campaign stands",
@@ -251,6 +256,8 @@ def _add_campaign_parser(sub) -> None:
                                              "repository.", "campaign unpack out/"))
     u.add_argument("src", metavar="DIR", help="folder holding the pack")
     u.add_argument("--into", help="repository root (default: this one)")
+    u.add_argument("--allow-smoke", action="store_true",
+                   help="unpack a smoke pack (campaign run --smoke: 4-step CPU runs) too; refused without it")
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:

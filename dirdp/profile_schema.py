@@ -33,7 +33,8 @@ def schema() -> dict:
 
 
 def _jsonschema():
-    """``import jsonschema``, without the 7-8 s its format module spends when rfc3987-syntax is installed (JupyterLab's
+    """``import jsonschema`` (None where it is not installed: the GPU machine; then :func:`errors` makes the plain
+    structural check of :func:`_structural_errors`), without the 7-8 s its format module spends when rfc3987-syntax is installed (JupyterLab's
     ``jsonschema[format-nongpl]`` brings it): that import compiles 38 lark grammars for the "iri" formats, on every
     Snakemake start (each DAG, dry run and SLURM job step). Profiles check no formats, so for that one import the
     package reads as absent (jsonschema then leaves "iri" and "iri-reference" unchecked in this process, as it does
@@ -47,6 +48,8 @@ def _jsonschema():
         sys.modules["rfc3987_syntax"] = None  # import raises ImportError, which jsonschema's _format suppresses
     try:
         import jsonschema
+    except ImportError:
+        return None
     finally:
         if hide and sys.modules.get("rfc3987_syntax", False) is None:
             del sys.modules["rfc3987_syntax"]
@@ -73,6 +76,8 @@ def errors(config: dict, *, partial: bool = False) -> list[str]:
         config = {}
     if not isinstance(config, dict):
         return [f"a profile is a mapping of keys to values, not {type(config).__name__}"]
+    if _jsonschema() is None:
+        return _structural_errors(config, partial=partial)
     found = sorted(_validator(partial).iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
     lacking = [e.validator == "required" and "then" in e.schema_path for e in found]
     undeclared = [_required_key(e) for e, lacks in zip(found, lacking) if lacks]
@@ -195,3 +200,109 @@ def _describe(error) -> str:
         return f"{where}: {error.instance!r} is not {error.schema['title']}"
     return f"{where}: {error.message}"
 
+
+
+# --- without jsonschema (the GPU machine has numpy, scipy, pandas, matplotlib, tqdm, pyyaml and torch alone) ----------
+
+_TYPES = {"object": dict, "array": list, "string": str, "null": type(None), "boolean": bool}
+
+
+def _is_type(value, name: str) -> bool:
+    if name == "integer":
+        return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float)
+                                                                           and value.is_integer())
+    if name == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    return isinstance(value, _TYPES.get(name, object))
+
+
+def _structural_errors(config: dict, *, partial: bool = False) -> list[str]:
+    """What :func:`errors` says where jsonschema is not installed: a plain structural check of ``config`` against
+    ``config/schema.yaml`` (the keywords the schema uses: type, properties, additionalProperties, required, items,
+    prefixItems, min/maxItems, enum, pattern, propertyNames, anyOf, $ref, and the top level's if/then), one line per
+    problem, ``key.path: problem``, as :func:`errors` words them (close, not always the same words)."""
+    import re
+
+    root = schema()
+
+    def resolve(s: dict) -> dict:
+        while isinstance(s, dict) and "$ref" in s:
+            ref = s["$ref"]
+            target = root
+            for part in ref.lstrip("#/").split("/"):
+                target = target[part]
+            s = {**target, **{k: v for k, v in s.items() if k != "$ref"}}
+        return s
+
+    def check(value, s: dict, path: list[str]) -> list[str]:
+        s = resolve(s)
+        where = ".".join(path) or "(top level)"
+        out: list[str] = []
+        if "anyOf" in s:
+            if all(check(value, alt, path) for alt in s["anyOf"]):
+                return [f"{where}: {value!r} is not {s['title']}" if s.get("title") else
+                        f"{where}: {value!r} is not valid under any of the given schemas"]
+        types = s.get("type")
+        if types is not None:
+            names = [types] if isinstance(types, str) else list(types)
+            if not any(_is_type(value, t) for t in names):
+                what = s.get("title") or " or ".join(repr(t) for t in names)
+                return out + [f"{where}: {value!r} is not {what}" if s.get("title") else
+                              f"{where}: {value!r} is not of type {what}"]
+        if "enum" in s and value not in s["enum"]:
+            out.append(f"{where}: {value!r} is not one of {s['enum']!r}")
+        if "pattern" in s and isinstance(value, str) and not re.search(s["pattern"], value):
+            out.append(f"{where}: {value!r} is not {s['title']}" if s.get("title") else
+                       f"{where}: {value!r} does not match {s['pattern']!r}")
+        if isinstance(value, dict):
+            props = s.get("properties") or {}
+            for key in s.get("required") or []:
+                if key not in value and not (partial and not path):  # an overlay: nothing required at the top
+                    out.append(f"{where}: {key!r} is a required property")
+            extra = s.get("additionalProperties", True)
+            names = s.get("propertyNames")
+            for key, sub in value.items():
+                if names is not None:
+                    allowed = list(resolve(names).get("enum") or [])
+                    if check(key, names, path):
+                        close = difflib.get_close_matches(str(key), allowed, n=1)
+                        out.append(f"{where}: unknown key {key!r}"
+                                   + (f" (did you mean {close[0]!r}?)" if close else "")
+                                   + (f"; allowed: {', '.join(map(str, allowed))}" if allowed else ""))
+                        continue
+                if key in props:
+                    out += check(sub, props[key], [*path, str(key)])
+                elif extra is False:
+                    close = difflib.get_close_matches(str(key), list(props), n=1)
+                    out.append(f"{where}: unknown key {key!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+                               + f"; allowed: {', '.join(props)}")
+                elif isinstance(extra, dict):
+                    out += check(sub, extra, [*path, str(key)])
+        if isinstance(value, list):
+            if "minItems" in s and len(value) < s["minItems"]:
+                out.append(f"{where}: {value!r} is not {s['title']}" if s.get("title") else
+                           f"{where}: {value!r} should be non-empty" if s["minItems"] == 1 else
+                           f"{where}: {value!r} is too short")
+            if "maxItems" in s and len(value) > s["maxItems"]:
+                out.append(f"{where}: {value!r} is too long")
+            prefix = s.get("prefixItems") or []
+            for i, item in enumerate(value):
+                sub = prefix[i] if i < len(prefix) else s.get("items")
+                if isinstance(sub, dict):
+                    out += check(item, sub, [*path, str(i)])
+        return out
+
+    lines = check(config, root, [])
+    cond, then = root.get("if"), root.get("then")
+    if not partial and cond is not None and then is not None and "extends" not in config:
+        lacking = [k for k in then.get("required") or [] if k not in config]
+        training = config.get("training")
+        if isinstance(training, dict) and "device" not in training:
+            lacking.append("training.device")
+        if lacking:
+            one = len(lacking) == 1
+            lines.insert(0, f"missing key{'' if one else 's'} {', '.join(map(repr, lacking))}: declare "
+                            f"{'it' if one else 'them'}, or add `extends: paper` (a profile without `extends:` "
+                            f"declares every key; with it, each key it leaves out comes from "
+                            f"{_rel(CONFIG_DIR / 'paper.yaml')})")
+    return lines

@@ -81,13 +81,18 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
                            "--workdir", str(work), "--pack", str(pack_dir)], cwd=REPO, env=_env(tiny_root),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
-    runs = sorted((work / "results/runs/gpu/fashionmnist").glob("*.json"))
+    # a smoke campaign is the profile "gpu-smoke": its 4-step runs never sit at a real run's path
+    assert not (work / "results/runs/gpu").exists()
+    runs = sorted((work / "results/runs/gpu-smoke/fashionmnist").glob("*.json"))
     assert [p.name for p in runs] == [f"alg1_eps2_seed{s}.json" for s in range(3)]
-    (summary_path,) = (work / "results/campaign/gpu").glob("*/summary.json")
+    (summary_path,) = (work / "results/campaign/gpu-smoke").glob("*/summary.json")
     summary = json.loads(summary_path.read_text())
     assert summary["k"] == 2 and [r["status"] for r in summary["runs"]] == ["finished"] * 3
+    assert summary["fit"] and summary["started"] == summary["finished"] == 3 and "fit: 3 run(s)" in summary["k_reason"]
     assert all(r["step"] == 4 and r["steps_this_call"] == 4 for r in summary["runs"])
     assert summary["tests"]["returncode"] == 5 or "skipped" in summary["tests"]["last_line"]  # no CUDA here
+    assert summary["tests"]["ran"] is True and summary["tests"]["runner"] == "pytest"  # the summary says which ran
+    assert summary["checkpoints_not_carried"] == [] and "runs started 3, finished 3" in done.stdout
     bench = json.loads((summary_path.parent / "bench.json").read_text())
     assert bench["rows"][0]["algorithm1_s"] > 0 and bench["rows"][0]["model"] == "inception"
     assert {"table1_cell_s", "profile_serial_s"} <= set(bench["projection"]) and len(bench["projections"]) == 3
@@ -96,7 +101,13 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     parts = sorted(pack_dir.iterdir())
     assert 1 <= len(parts) <= 4 and all(p.stat().st_size <= 15.5 * 2**20 for p in parts)
     repo.mkdir()
-    written = campaign.unpack(pack_dir, root=repo)
+    with pytest.raises(ValueError, match="a smoke pack"):  # the trap: 4-step runs counted as finished results
+        campaign.unpack(pack_dir, root=repo)
+    assert not list(repo.rglob("*"))
+    refused = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "unpack", str(pack_dir), "--into", str(repo)],
+                             cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "a smoke pack" in refused.stderr and "--allow-smoke" in refused.stderr
+    written = campaign.unpack(pack_dir, root=repo, allow_smoke=True)
     for p in runs:
         rel = p.relative_to(work)
         assert str(rel) in written and (repo / rel).read_bytes() == p.read_bytes()
@@ -279,3 +290,36 @@ def test_tables_plans_exactly_what_reads_the_runs_that_landed():
 def test_tables_refuses_a_run_that_is_not_committed():
     proc = _tables("results/runs/cpu/mnist/no_such_run.json")
     assert proc.returncode == 2 and "is not in HEAD" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_the_first_call_starts_only_the_runs_that_can_finish():
+    """The first-call plan (fit_runs): from the benchmark's seconds per step, the runs started (in queue order) must
+    finish in the time left, however fast or slow the GPU; K is how many were chosen, at most the memory's bound."""
+    prof = Profile.load(REPO / "config/gpu.yaml")
+    jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
+
+    def rows(alg1_s):
+        return [dict(model="inception", width=1.0, precision="fp32", batch=250, nonprivate_s=alg1_s / 2,
+                     algorithm1_s=alg1_s, dpsgd_s=alg1_s * 5)]
+
+    # 9,600 steps at 10 ms: 96 s of steps, x 1.3 + 30 s = 154.8 s a run: two fit in 400 s
+    chosen, k, why = campaign.fit_runs(jobs, rows(0.01), prof, seconds=400, k_max=8)
+    assert [j.name for j in chosen] == ["fashionmnist/alg1_eps2_seed0", "fashionmnist/alg1_eps2_seed1"] and k == 2
+    assert "fit: 2 run(s)" in why
+    assert campaign.fit_runs(jobs, rows(0.001), prof, seconds=400, k_max=3)[1] == 3  # fast: the memory bound
+    slow, k, why = campaign.fit_runs(jobs, rows(0.1), prof, seconds=400, k_max=8)  # 1,278 s a run
+    assert slow == [] and k == 1 and "no run can finish" in why and "1278 s" in why
+    assert campaign.fit_runs(jobs, None, prof, seconds=400, k_max=8)[0] == []  # no benchmark: nothing starts
+
+
+def test_a_checkpoint_is_packed_only_if_the_next_call_can_carry_it(tmp_path):
+    prof = Profile.load(REPO / "config/gpu.yaml")
+    jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs", max_runs=2)
+    for j in jobs:
+        j.ckpt.parent.mkdir(parents=True, exist_ok=True)
+        j.ckpt.write_bytes(b"x" * 1000)
+    cdir = tmp_path / "c"
+    cdir.mkdir()
+    labels = lambda room: [label for _, label in campaign.pack_list(jobs, cdir, ckpt_room=room)]  # noqa: E731
+    assert labels(None).count("checkpoint") == 2 and labels(1500).count("checkpoint") == 1
+    assert labels(500).count("checkpoint") == 0

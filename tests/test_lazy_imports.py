@@ -1,6 +1,8 @@
 """The train path needs none of the workflow's heavy extras: with snakemake, papermill, medmnist,
-opacus, jupyter and nbval impossible to import (as on the GPU campaign's machine), Algorithm 1
-trains from the CLI, ``--help`` and ``rstar`` work, and DP-SGD fails with one clear line (exit 2)."""
+opacus, jupyter, nbval, jsonschema and pytest impossible to import (as on the GPU campaign's machine, which has
+torch, numpy, scipy, pandas, matplotlib, tqdm and pyyaml alone), Algorithm 1 trains from the CLI, ``--help`` and
+``rstar`` work, DP-SGD fails with one clear line (exit 2), and the campaign path (``campaign run --smoke``:
+profile check, test lane, benchmark, training, pack; ``campaign status``) runs, its subprocesses blocked too."""
 
 import json
 import math
@@ -12,7 +14,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-BLOCKED = ("snakemake", "papermill", "medmnist", "opacus", "jupyter", "nbval")
+BLOCKED = ("snakemake", "papermill", "medmnist", "opacus", "jupyter", "nbval", "jsonschema", "pytest", "_pytest")
 
 # runs ``python -m dirdp <argv>`` with a meta-path finder in front that refuses the blocked names,
 # whether or not they are installed here
@@ -38,10 +40,18 @@ runpy.run_module("dirdp", run_name="__main__", alter_sys=True)
 """
 
 
-def run_blocked(args, tiny_root=None, timeout=300):
+# the same finder for every Python process started with it on PYTHONPATH (the campaign's train, bench and test-lane
+# subprocesses)
+SITECUSTOMIZE = RUNNER.split("sys.argv =")[0]
+
+
+def run_blocked(args, tiny_root=None, timeout=300, site=None):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if tiny_root is not None:
         env["DIRDP_DATA"] = str(tiny_root)
+    if site is not None:
+        (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+        env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
     return subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -88,3 +98,46 @@ def test_help_and_rstar_without_the_workflow_extras():
     r = run_blocked(["rstar", "--preset", "mnist", "--eps", "1"], timeout=120)
     assert r.returncode == 0, r.stderr
     assert "r* = 0.27" in r.stdout  # r* = 0.277068 at the MNIST protocol
+
+
+def test_the_campaign_runs_without_jsonschema_and_pytest(tiny_root, tmp_path):
+    """What the GPU machine lacks, blocked in this process and every subprocess: the profile is checked without
+    jsonschema (a plain structural check), the test lane says it did not run, the run trains and the pack is made."""
+    site, work, pack = tmp_path / "site", tmp_path / "work", tmp_path / "pack"
+    site.mkdir()
+    proc = run_blocked(["campaign", "run", "--smoke", "--max-runs", "1", "--workdir", str(work), "--pack", str(pack)],
+                       tiny_root, timeout=600, site=site)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    (summary,) = (work / "results/campaign/gpu-smoke").glob("*/summary.json")
+    s = json.loads(summary.read_text())
+    assert s["tests"]["ran"] is False and "pytest is not importable" in s["tests"]["last_line"]
+    assert s["bench"]["returncode"] == 0 and s["started"] == s["finished"] == 1
+    assert [r["status"] for r in s["runs"]] == ["finished"]
+    assert (work / "results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed0.json").exists()
+    assert list(pack.glob("campaign.tar.gz.*"))
+    status = run_blocked(["campaign", "status", "--config", "config/gpu.yaml", "--workdir", str(work)], site=site,
+                         timeout=120)
+    assert status.returncode == 0 and "0 of 70 runs finished" in status.stdout, status.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("profile: bad\nextends: gpu\ntraining: {widht: 1}\n")
+    typo = run_blocked(["campaign", "status", "--config", str(bad)], site=site, timeout=120)
+    assert typo.returncode == 2 and "unknown key 'widht' (did you mean 'width'?)" in typo.stderr, typo.stderr
+
+
+def test_the_structural_check_without_jsonschema_says_what_jsonschema_says():
+    """Where jsonschema is missing (the GPU machine), profile_schema.errors falls back to a plain structural check of
+    config/schema.yaml: the committed profiles pass it, and the usual mistakes read as jsonschema's lines do."""
+    import yaml
+
+    from dirdp import profile_schema as ps
+
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        if path.name != "schema.yaml":
+            assert ps._structural_errors(yaml.safe_load(path.read_text())) == [], path
+    for config, partial in [({"profile": "x", "training": {"widht": 1}}, False), ({"profile": "x"}, False),
+                            ({"profile": "x", "extends": "paper", "objects": []}, False),
+                            ({"profile": "x", "extends": "paper", "grids": {"table2_mnst": {}}}, False),
+                            ({"profile": "x", "extends": "paper", "training": {"seeds": "a"}}, False),
+                            ({"training": {"threads_by_width": [{"width": 1}]}}, True), ({"training": {}}, True)]:
+        assert ps._structural_errors(config, partial=partial) == ps.errors(config, partial=partial), config

@@ -19,10 +19,11 @@ def _to_format(model: torch.nn.Module, x: torch.Tensor, channels_last: bool):
     return model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
 
 
-def _campaign_dpsgd(name: str, width: float, dev: torch.device, bf16: bool, channels_last: bool):
+def _campaign_dpsgd(name: str, width: float, dev: torch.device, bf16: bool, channels_last: bool,
+                    batch: int | None = None):
     """DP-SGD's timed step on the Opacus-compatible (GroupNorm) model, after one untimed step: raises
     if Opacus is missing or cannot run this model at this precision."""
-    _, net, x, y, g = _setup(name, width, dev, opacus_compatible=True)
+    _, net, x, y, g = _setup(name, width, dev, opacus_compatible=True, batch=batch)
     net, x = _to_format(net, x, channels_last)
     step = _dpsgd_step(net, x, y, g, dev, bf16)
     step()
@@ -39,10 +40,10 @@ def _opacus_missing() -> str | None:
 
 
 def _campaign_row(name: str, width: float, dev: torch.device, precision: str, *, reps: int, warmup: int,
-                  dpsgd: bool | str, r: float, alpha: float) -> dict:
+                  dpsgd: bool | str, r: float, alpha: float, batch: int | None = None) -> dict:
     """One row of :func:`campaign_bench`; ``dpsgd`` is True, False or why DP-SGD cannot run."""
     bf16, channels_last = PRECISIONS[precision]
-    preset, model, x, y, g = _setup(name, width, dev)
+    preset, model, x, y, g = _setup(name, width, dev, batch=batch)
     model, x = _to_format(model, x, channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     losses = _losses(g, r, alpha)
@@ -50,14 +51,14 @@ def _campaign_row(name: str, width: float, dev: torch.device, precision: str, *,
     note = dpsgd if isinstance(dpsgd, str) else None if dpsgd else "not asked (dpsgd=False)"
     if dpsgd is True:
         try:
-            steps["dpsgd"] = _campaign_dpsgd(name, width, dev, bf16, channels_last)
+            steps["dpsgd"] = _campaign_dpsgd(name, width, dev, bf16, channels_last, batch)
         except Exception as e:  # noqa: BLE001 - Opacus cannot run this model at this precision: the row goes on
             note = f"Opacus failed at {precision}: {type(e).__name__}: {e}"[:400]
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
     med, peak = _interleaved(steps, reps, warmup), _peak_memory(steps, dev)
     t_dp = med.get("dpsgd")
-    return dict(model=name, width=width, batch=preset.batch_size, precision=precision, device=str(dev),
+    return dict(model=name, width=width, batch=int(x.shape[0]), precision=precision, device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
                 threads=torch.get_num_threads(), torch=torch.__version__, reps=reps,
                 nonprivate_s=med["nonprivate"], algorithm1_s=med["alg1"], dpsgd_s=t_dp, dpsgd_note=note,
@@ -69,7 +70,7 @@ def _campaign_row(name: str, width: float, dev: torch.device, precision: str, *,
 
 def campaign_bench(models=("inception", "resnet18"), *, device: str = "cuda", width: float = 1.0, reps: int = 10,
                    precisions=("fp32", "bf16+cl"), dpsgd: bool = True, warmup: int = 2, r: float = 0.2349,
-                   alpha: float = 3.0) -> list[dict]:
+                   alpha: float = 3.0, batch: int | None = None) -> list[dict]:
     """One row per model and precision (a key of :data:`PRECISIONS`: "fp32" = float32, contiguous;
     "bf16+cl" = bf16 autocast, channels_last model and input): median seconds per step of non-private
     SGD and Algorithm 1 on the paper's (BatchNorm) model, and of DP-SGD (Opacus) on its GroupNorm
@@ -87,14 +88,15 @@ def campaign_bench(models=("inception", "resnet18"), *, device: str = "cuda", wi
     for name in models:
         for precision in precisions:
             rows.append(_campaign_row(name, 1.0 if name == "papernot_cnn" else width, dev, precision, reps=reps,
-                                      warmup=warmup, dpsgd=dpsgd, r=r, alpha=alpha))
+                                      warmup=warmup, dpsgd=dpsgd, r=r, alpha=alpha, batch=batch))
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
     return rows
 
 
 def campaign_main(models=("inception", "resnet18", "resnet9", "papernot_cnn"), *, width: float = 1.0, reps: int = 10,
-                  device: str = "cuda", json_out: str | None = None, precisions=("fp32", "bf16+cl")) -> int:
+                  device: str = "cuda", json_out: str | None = None, precisions=("fp32", "bf16+cl"),
+                  batch: int | None = None) -> int:
     """``python -m dirdp bench --campaign``: :func:`campaign_bench` model by model (each written to
     ``json_out`` as soon as it is measured, so a cut-off run keeps what it had), then the projections for the
     paper profile (fp32 and bf16 + channels_last) and the gpu profile (fp32)."""
@@ -111,7 +113,7 @@ def campaign_main(models=("inception", "resnet18", "resnet9", "papernot_cnn"), *
             Path(json_out).write_text(json.dumps(jsonable(record), indent=1, default=str) + "\n")
 
     for name in models:
-        rows += campaign_bench((name,), device=device, width=width, reps=reps, precisions=precisions)
+        rows += campaign_bench((name,), device=device, width=width, reps=reps, precisions=precisions, batch=batch)
         save()
     config = Path(__file__).resolve().parents[2] / "config"
     for profile, precision in (("paper", precisions[0]), ("paper", precisions[-1]), ("gpu", precisions[0])):

@@ -35,7 +35,7 @@ def _bench_set(name: str) -> str:
     return "mnist" if name == "papernot_cnn" else BENCH_SETS[name]
 
 
-def _setup(name: str, width: float, dev: torch.device, *, opacus_compatible: bool = False):
+def _setup(name: str, width: float, dev: torch.device, *, opacus_compatible: bool = False, batch: int | None = None):
     """(preset, model, x, y, generator): the paper's model (seed 0; GroupNorm instead of BatchNorm
     if ``opacus_compatible``) on ``dev``, and one fixed batch of the preset's size from ``generator``,
     which also draws the mechanism's (and DP-SGD's) noise."""
@@ -49,8 +49,9 @@ def _setup(name: str, width: float, dev: torch.device, *, opacus_compatible: boo
 
         model = dpsgd.make_compatible(model)
     g = torch.Generator(device=dev).manual_seed(0)
-    x = torch.randn(preset.batch_size, spec.channels, spec.size, spec.size, device=dev, generator=g)
-    y = torch.randint(0, spec.num_classes, (preset.batch_size,), device=dev, generator=g)
+    n = batch or preset.batch_size  # ``batch``: a smaller one (the campaign's smoke mode), else the paper's
+    x = torch.randn(n, spec.channels, spec.size, spec.size, device=dev, generator=g)
+    y = torch.randint(0, spec.num_classes, (n,), device=dev, generator=g)
     return preset, model.to(dev), x, y, g
 
 

@@ -3,9 +3,12 @@
 Two uses, one machinery:
 
 - **The GPU campaign** (``scripts/gpu_campaign.sh`` = ``python -m dirdp campaign run --config config/gpu.yaml``):
-  on one CUDA GPU, inside a budget (default 540 s), it runs the CUDA test lane (``pytest -m cuda``), the
+  on one CUDA GPU, inside a budget (default 540 s), it runs the CUDA test lane (``pytest -m cuda``, where pytest is
+  importable: the summary says whether it ran), the
   benchmark (:func:`dirdp.bench.campaign_bench`: per-step time of non-private, Algorithm 1 and DP-SGD for the
-  full-width models, fp32 and bf16 + channels_last, with projections), then trains the queue K runs at a time
+  full-width models, fp32 and bf16 + channels_last, with projections), then starts the runs that the benchmark's
+  steps/s says can finish in the budget (the first-call plan, :func:`~dirdp.campaign.runner.fit_runs`; without a
+  budget, or with ``--k``/``--no-fit``: the queue K runs at a time)
   (the models leave a large GPU mostly idle, so several processes side by side is the point), and packs what it
   made into a few files that ``python -m dirdp campaign unpack`` puts back into the repository.
 - **The CPU evidence campaign** (``scripts/campaign.sh``): the same queue runner in the background with no
@@ -27,9 +30,9 @@ patch the submodule that looks it up.
 from dirdp.campaign.packing import MIB, pack, pack_list, unpack
 from dirdp.campaign.queue import (EXIT_INTERRUPTED, REPO, Job, _ckpt_step, _finish, _launch, _now, describe, plan,
                                   run_queue)
-from dirdp.campaign.runner import (SMOKE_TRAINING, _dirty_code, _remaining, _step, choose_k, gpu_sample, load_profile,
-                                   run_campaign, status)
+from dirdp.campaign.runner import (SMOKE_TRAINING, _dirty_code, _remaining, _step, choose_k, fit_runs, gpu_sample,
+                                   load_profile, run_campaign, run_seconds, status)
 from dirdp.campaign.summary import _record, report
 
-__all__ = ["EXIT_INTERRUPTED", "MIB", "REPO", "SMOKE_TRAINING", "Job", "choose_k", "describe", "gpu_sample",
+__all__ = ["EXIT_INTERRUPTED", "MIB", "REPO", "SMOKE_TRAINING", "Job", "choose_k", "describe", "fit_runs", "gpu_sample",
            "load_profile", "pack", "pack_list", "plan", "report", "run_campaign", "run_queue", "status", "unpack"]

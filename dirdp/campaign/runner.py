@@ -26,7 +26,8 @@ SMOKE_TRAINING = dict(device="cpu", width=0.0625, steps=4, q=0.05, train_subset=
 def load_profile(config: str | Path, *, smoke: bool = False, overrides: dict | None = None) -> Profile:
     """The profile of ``config`` (a profile YAML, with what it ``extends:``, as the Snakefile reads it), with
     ``overrides`` of its ``training`` block; ``smoke``
-    turns every run into a 4-step CPU run on a small training subset (:data:`SMOKE_TRAINING`)."""
+    turns every run into a 4-step CPU run on a small training subset (:data:`SMOKE_TRAINING`), of the profile
+    ``<name>-smoke`` (its results under ``results/runs/<name>-smoke/``, never at the real runs' paths)."""
     from dirdp import profile_schema
 
     path = Path(config)
@@ -34,8 +35,9 @@ def load_profile(config: str | Path, *, smoke: bool = False, overrides: dict | N
         raise ValueError(f"no profile {path}: give a config/<profile>.yaml (e.g. config/gpu.yaml).")
     cfg = profile_schema.load(path)
     training = dict(cfg.get("training") or {})
-    if smoke:
+    if smoke:  # its own profile name, so its 4-step runs never sit at a real run's path (results/runs/<name>-smoke/)
         training.update(SMOKE_TRAINING)
+        cfg = {**cfg, "profile": f"{cfg['profile']}-smoke"}
     training.update(overrides or {})
     return Profile.from_config({**cfg, "training": training})
 
@@ -71,6 +73,69 @@ def choose_k(bench_rows: list[dict] | None, *, device: str, cpu_count: int | Non
                f"{max(peaks) if peaks else float('nan'):.2f} GiB) = {by_mem})")
 
 
+# what a run costs beyond its training steps (first call's plan, :func:`fit_runs`): evaluation every eval_every steps,
+# Poisson sampling, data loading, checkpoints; and a process's start (imports, data set, CUDA context)
+RUN_OVERHEAD = 1.3
+RUN_START_S = 30.0
+
+
+def run_seconds(job, rows: list[dict] | None, profile: Profile) -> float | None:
+    """Projected wall time of one job from the benchmark's rows (:func:`dirdp.bench.projection._run_cost` at the
+    job's precision: steps x median seconds per step, batch-scaled), times :data:`RUN_OVERHEAD`, plus
+    :data:`RUN_START_S`; None where the benchmark measured no row for it. A resumed run costs its steps left."""
+    from dirdp.bench.projection import _run_cost
+    from dirdp.campaign.queue import _ckpt_step
+
+    if not rows:
+        return None
+    precision = "bf16+cl" if getattr(job.run, "precision", "fp32") == "bf16" else "fp32"
+    by_key = {(r["model"], float(r["width"])): r for r in rows if r.get("precision") == precision}
+    training = dict(profile.training)
+    if getattr(job.run, "width", None) is not None:
+        training["width"] = job.run.width
+    model, reason, steps, seconds, _ = _run_cost(job.run, training, by_key, precision)
+    if reason is not None or not steps:
+        return None
+    done = _ckpt_step(job.ckpt) or 0
+    return seconds * max(steps - done, 0) / steps * RUN_OVERHEAD + RUN_START_S
+
+
+def fit_runs(jobs: list, rows: list[dict] | None, profile: Profile, *, seconds: float, k_max: int) -> tuple[list, int, str]:
+    """The first call's plan: which queued jobs to start (in queue order) and K, so that every run started can
+    finish in ``seconds``, whatever the GPU's speed. Conservatively, runs side by side are assumed to gain nothing
+    over one after another (the sum of their projected times, :func:`run_seconds`, must fit); K = how many were
+    chosen, at most ``k_max`` (memory, CPU cores). None fit (a slow GPU, or no benchmark row): no run starts, and
+    the call still brings back the test lane, the benchmark and the summary."""
+    chosen, used, costs = [], 0.0, []
+    for job in jobs:
+        cost = run_seconds(job, rows, profile)
+        if cost is None or used + cost > seconds:
+            if not chosen:
+                why = ("no benchmark row for it" if cost is None else
+                       f"it would take {cost:.0f} s (projected) and {seconds:.0f} s are left")
+                return [], 1, f"fit: no run can finish in this call: the first queued, {job.name}: {why}"
+            break
+        chosen.append(job)
+        costs.append(cost)
+        used += cost
+    k = max(1, min(k_max, len(chosen)))
+    return chosen, k, (f"fit: {len(chosen)} run(s) of projected {', '.join(f'{c:.0f}' for c in costs)} s "
+                       f"(sum {used:.0f} s) in the {seconds:.0f} s left, K = {k} (at most {k_max})")
+
+
+def _pytest_missing() -> str | None:
+    """Why the CUDA test lane cannot run as ``pytest`` here, or None if it can."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec("pytest") is not None:
+            return None
+    except (ImportError, ValueError):
+        pass
+    return ("pytest is not importable here: the CUDA test lane did not run (scripts/gpu_prepare.sh carries its "
+            "wheels in .gpu/wheels; scripts/gpu_campaign.sh installs them)")
+
+
 def _remaining(deadline: float | None) -> float:
     return float("inf") if deadline is None else deadline - time.monotonic()
 
@@ -94,10 +159,17 @@ def _step(name: str, cmd: list[str], log: Path, *, timeout: float, env: dict, sa
 def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | None = 540, k: int | None = None,
                  pack_to: str | Path | None = None, smoke: bool = False, workdir: str | Path | None = None,
                  max_runs: int | None = None, tests: bool = True, bench: bool = True, bench_reps: int = 10,
-                 require_clean: bool = False, say=print) -> dict:
+                 require_clean: bool = False, fit: bool | None = None, travel_bytes: int | None = None,
+                 say=print) -> dict:
     """The whole campaign in one call (see the module docstring). ``workdir`` is the folder that holds
     ``results/`` (the repository by default; a temporary folder for ``smoke``). Returns the summary that
-    is also written to ``results/campaign/<profile>/<UTC time>/summary.json``."""
+    is also written to ``results/campaign/<profile>/<UTC time>/summary.json``.
+
+    ``fit`` (default: with a budget and no ``k``): start only the runs that can finish in the budget
+    (:func:`fit_runs`, from the benchmark's steps/s). Runs whose data set is not under the data root (a call that
+    carries one data set) are not started. ``travel_bytes``: what the call's working tree weighs on the way to the
+    device (``.gpu/TRAVEL.json``, by ``scripts/gpu_prepare.sh``): checkpoints are packed only while they can be
+    carried to the next call within :data:`dirdp.campaign.travel.REFUSE_OVER`."""
     import tempfile
 
     t0 = time.monotonic()
@@ -124,57 +196,127 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     say(f"dirdp campaign: profile '{profile.name}' on {summary['device_name']}, "
         f"{f'budget {budget_s} s' if budget_s else 'no budget'}, results under {work / 'results'}")
 
+    fit = bool(budget_s) and k is None if fit is None else fit
+    step_cap = min(150.0, max(90.0, 0.2 * budget_s)) if budget_s else 150.0  # the test lane and the benchmark, each
     if tests:
-        summary["tests"] = _step("CUDA test lane", [sys.executable, "-m", "pytest", "-q", "-m", "cuda",
-                                                    "-p", "no:cacheprovider", "tests/test_cuda.py"],
-                                 cdir / "tests.log", timeout=min(150, _remaining(deadline) - 120), env=env, say=say)
+        missing = _pytest_missing()
+        if missing:
+            say(f"--- CUDA test lane: not run: {missing}")
+            summary["tests"] = dict(ran=False, runner=None, returncode=None, seconds=0.0, last_line=missing)
+        else:
+            summary["tests"] = _step("CUDA test lane", [sys.executable, "-m", "pytest", "-q", "-m", "cuda",
+                                                        "-p", "no:cacheprovider", "tests/test_cuda.py"],
+                                     cdir / "tests.log", timeout=min(step_cap, _remaining(deadline) - 120), env=env,
+                                     say=say)
+            summary["tests"].update(ran=True, runner="pytest")
+    else:
+        summary["tests"] = dict(ran=False, runner=None, returncode=None, seconds=0.0, last_line="--no-tests")
     rows = None
     if bench:
         bench_cmd = [sys.executable, "-m", "dirdp", "bench", "--campaign", "--device", device,
                      "--reps", str(1 if smoke else bench_reps), "--json-out", str(cdir / "bench.json")]
         if smoke:
-            bench_cmd += ["--width", "0.0625", "--models", "inception", "--precisions", "fp32"]
+            bench_cmd += ["--width", "0.0625", "--models", "inception", "--precisions", "fp32", "--batch", "16"]
+        elif fit:  # the first call: the models its runs train, so that the budget goes to training
+            bench_cmd += ["--models", *sorted(_models(profile))]
         summary["bench"] = _step("benchmark", bench_cmd, cdir / "bench.log",
-                                 timeout=min(150, _remaining(deadline) - 90), env=env, say=say)
+                                 timeout=min(step_cap, _remaining(deadline) - 90), env=env, say=say)
         if (cdir / "bench.json").exists():
             rows = json.loads((cdir / "bench.json").read_text()).get("rows")
     if k is None:
         k, why = (2, "smoke: 2 at once") if smoke else choose_k(rows, device=device)
     else:
         why = "given (--k)"
-    threads = max(1, (os.cpu_count() or 2) // k) if device.startswith("cuda") else None
+    reserve = 30 if device.startswith("cuda") else 20  # shutdown (checkpoints) and packing
     jobs = plan(profile, results_root=work / "results" / "runs", logs_root=work / "results" / "logs" / "runs",
-                max_runs=max_runs, threads=threads)
-    summary.update(k=k, k_reason=why)
+                max_runs=max_runs)
+    no_data = _without_data(jobs)
+    for j in no_data:
+        j.status = "no-data"
     todo = [j for j in jobs if j.status == "queued"]
-    say(f"--- training: {len(todo)} of {len(jobs)} runs to do, {k} at a time ({why})")
+    if fit and deadline is not None:
+        chosen, k, why = fit_runs(todo, rows, profile, seconds=_remaining(deadline) - reserve, k_max=k)
+        todo = chosen
+    threads = max(1, (os.cpu_count() or 2) // k) if device.startswith("cuda") else None
+    for j in todo:  # the GPU campaign's CPU share per run
+        if threads:
+            j.args[j.args.index("--threads") + 1] = str(threads)
+            j.slots = 1
+    summary.update(k=k, k_reason=why, fit=fit, started_planned=len(todo),
+                   no_data=[j.name for j in no_data])
+    say(f"--- training: {len(todo)} of {len(jobs)} runs to start now, {k} at a time ({why})"
+        + (f"; {len(no_data)} without their data set here (not started)" if no_data else ""))
     samples: list[dict] = []
     t_train = time.monotonic()
-    reserve = 30 if device.startswith("cuda") else 20  # shutdown (checkpoints) and packing
-    run_queue(jobs, k=k, deadline=None if deadline is None else deadline - reserve, env=env,
+    run_queue(todo, k=k, deadline=None if deadline is None else deadline - reserve, env=env,
               grace_s=15 if device.startswith("cuda") else 60, say=say, hold=_dirty_code if require_clean else None,
               sample=(lambda: samples.append(s) if (s := gpu_sample()) else None) if device.startswith("cuda") else None)
     summary["train_s"] = round(time.monotonic() - t_train, 1)
     summary["gpu_samples"] = samples
-    summary["runs"] = [_record(j) for j in jobs if j.status not in ("queued", "done")]
+    summary["runs"] = [_record(j) for j in jobs if j.status not in ("queued", "done", "no-data")]
     summary["not_reached"] = [j.name for j in jobs if j.status == "queued"]
+    summary["started"] = sum(j.status not in ("queued", "done", "no-data") for j in jobs)
+    summary["finished"] = sum(j.status == "finished" for j in jobs)
     steps = sum(r["steps_this_call"] or 0 for r in summary["runs"])
     summary["steps_per_s_total"] = round(steps / summary["train_s"], 2) if summary["train_s"] else None
     logs = cdir / "logs"
     for j in jobs:
-        if j.log.exists() and j.status not in ("queued", "done"):
+        if j.log.exists() and j.status not in ("queued", "done", "no-data"):
             (logs / j.run.dataset).mkdir(parents=True, exist_ok=True)
             shutil.copy(j.log, logs / j.run.dataset / j.log.name)
+    measured = REPO / ".gpu" / "TRAVEL.json"  # scripts/gpu_prepare.sh's measurement of this call's tree
+    if travel_bytes is None and measured.exists():
+        travel_bytes = int(json.loads(measured.read_text())["total_bytes"])
+    summary["travel_bytes"] = travel_bytes
+    from dirdp.campaign.travel import REFUSE_OVER
+
+    room = None if travel_bytes is None else REFUSE_OVER - travel_bytes
+    not_carried: list[str] = []
+    pack_list(jobs, cdir, ckpt_room=room, not_carried=not_carried)
+    summary["checkpoints_not_carried"] = not_carried
     summary["wall_s"] = round(time.monotonic() - t0, 1)
     (cdir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     say(report(summary))
+    if not_carried:
+        say(f"checkpoints left behind ({len(not_carried)}): the next call could not carry them within "
+            f"{REFUSE_OVER / MIB:.0f} MiB ({travel_bytes:,} bytes travel already): {', '.join(not_carried)}")
     if pack_to:
-        packed = pack(pack_list(jobs, cdir), pack_to, root=work)
+        packed = pack(pack_list(jobs, cdir, ckpt_room=room), pack_to, root=work,
+                      meta=dict(smoke=smoke, profile=profile.name, config=str(config), git_commit=summary["git_commit"]))
         say(f"packed {packed['files']} files into {len(packed['parts'])} part(s), {packed['bytes'] / MIB:.1f} MiB, in "
             f"{pack_to}" + (f"; left out (no room): {[x['path'] for x in packed['left_out']]}" if packed["left_out"] else ""))
         summary["pack"] = packed
     summary["campaign_dir"] = str(cdir)
     return summary
+
+
+def _models(profile: Profile) -> set[str]:
+    """The models the profile's runs train (what the first call's benchmark measures)."""
+    from dirdp.presets import PRESETS
+
+    return {"papernot_cnn" if r.method == "tempered" else PRESETS[r.dataset].model
+            for r in profile.all_runs().values() if r.dataset in PRESETS and r.method != "latent"}
+
+
+def _without_data(jobs: list) -> list:
+    """The jobs whose data set is not under the data root here (``$DIRDP_DATA``): a device call carries only the data
+    set(s) it trains (scripts/gpu_prepare.sh)."""
+    from dirdp.data import missing_files
+
+    missing: dict[str, bool] = {}
+    out = []
+    for j in jobs:
+        if j.status != "queued":
+            continue
+        ds = j.run.dataset
+        if ds not in missing:
+            try:
+                missing[ds] = bool(missing_files(ds))
+            except (ValueError, KeyError):
+                missing[ds] = False
+        if missing[ds]:
+            out.append(j)
+    return out
 
 
 def _dirty_code() -> str | None:

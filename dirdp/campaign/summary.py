@@ -38,6 +38,13 @@ def report(summary: dict) -> str:
     lines.append(f"K = {summary['k']} ({summary['k_reason']}); training {summary['train_s']:.0f} s, "
                  f"{summary['steps_per_s_total']} steps/s over all runs"
                  + (f"; GPU utilisation mean {sum(util) / len(util):.0f}% over {len(util)} samples" if util else ""))
+    if "started" in summary:
+        tests = summary.get("tests") or {}
+        lane = ("ran (pytest): " + tests.get("last_line", "") if tests.get("ran") else
+                "not run: " + (tests.get("last_line") or "?"))
+        lines.append(f"runs started {summary['started']}, finished {summary['finished']}"
+                     + (f"; {len(summary['no_data'])} without their data set here" if summary.get("no_data") else "")
+                     + f"; CUDA test lane {lane}")
     if summary["not_reached"]:
         lines.append(f"not reached in this call ({len(summary['not_reached'])}): the next call starts them")
     return "\n".join(lines)
