@@ -43,8 +43,13 @@ def _needs_a_browser():
     if MISSING:
         pytest.skip(MISSING)
 
-# the open notebook panel, through the app object JupyterLab exposes with --LabApp.expose_app_in_browser
-PANEL = "const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+# the notebook's panel, through the app object JupyterLab exposes with --LabApp.expose_app_in_browser: found among the
+# main area's widgets by its path, not as the shell's currentWidget (that follows focus, which a headless browser with a
+# fresh profile may never give the page: it stays null there while the notebook is open and its kernel idle)
+PANEL = f"""
+const app = window.jupyterapp;
+const w = app && Array.from(app.shell.widgets('main')).find(p =>
+  p.hasClass('jp-NotebookPanel') && p.context && p.context.path === {json.dumps(NOTEBOOK.name)});"""
 KERNEL_IDLE = PANEL + """
 const k = w && w.context && w.context.isReady && w.sessionContext.session && w.sessionContext.session.kernel;
 return !!(k && k.connectionStatus === 'connected' && k.status === 'idle');"""
@@ -134,14 +139,17 @@ def _stop(proc):
     proc.wait()
 
 
-def _browser(tmp: Path):
+def _browser(tmp: Path, fresh_profile: bool):
+    """Headless Chromium. ``fresh_profile``: in a new profile of its own under ``tmp``, without first-run UI or
+    extensions (what a CI job starts); otherwise with chromedriver's defaults (its own temporary profile)."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
+    profile = (f"--user-data-dir={tmp / 'chromium'}", "--no-first-run", "--disable-extensions") if fresh_profile else ()
     for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1400,1000",
-                f"--user-data-dir={tmp / 'chromium'}", "--no-first-run", "--disable-extensions"):
+                *profile):
         opts.add_argument(arg)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(CHROMEDRIVER, log_output=str(tmp / "chromedriver.log")), options=opts)
@@ -162,13 +170,16 @@ def _move(driver, action, before, timeout=60):
     return state, max(view["img"], view["text"]) - t["start"]
 
 
-def test_explorer_in_headless_chromium(tmp_path):
+# the notebook panel is found the same way in both (not through which widget has focus: see PANEL)
+@pytest.mark.parametrize("fresh_profile", [True, False], ids=["fresh-profile", "chromedriver-profile"])
+def test_explorer_in_headless_chromium(tmp_path, fresh_profile):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
 
     began = time.time()
+    tag = "" if fresh_profile else "_chromedriver_profile"  # the artifacts of each
     root = tmp_path / "root"
     root.mkdir()
     shutil.copy(NOTEBOOK, root / NOTEBOOK.name)  # the repo's notebook is never opened, so never modified
@@ -176,7 +187,7 @@ def test_explorer_in_headless_chromium(tmp_path):
     lab, port, token = _start_lab(root, tmp_path)
     driver = None
     try:
-        driver = _browser(tmp_path)
+        driver = _browser(tmp_path, fresh_profile)
         driver.get(f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK.name}?token={token}")
         _wait("the notebook and its kernel", lambda: driver.execute_script(KERNEL_IDLE), 120)
         time.sleep(1.0)  # let JupyterLab write what it writes on open (kernelspec, language_info)
@@ -184,7 +195,8 @@ def test_explorer_in_headless_chromium(tmp_path):
             "opening the notebook marked it modified; metadata now: "
             + json.dumps(driver.execute_script(PANEL + "return w.context.model.toJSON().metadata;")))
 
-        driver.execute_script("window.jupyterapp.commands.execute('notebook:run-all-cells');")
+        # on that panel by its id (widgetId), not on whichever notebook is current
+        driver.execute_script(PANEL + "app.commands.execute('notebook:run-all-cells', {widgetId: w.id}); return true;")
         time.sleep(1.0)
         _wait("Run All to finish", lambda: driver.execute_script(ALL_RUN), 240)
         errors = driver.execute_script(PANEL + "return w.content.widgets.flatMap(c => c.model.type === 'code' ? "
@@ -206,7 +218,7 @@ def test_explorer_in_headless_chromium(tmp_path):
         driver.execute_script(INSTRUMENT)
         before = driver.execute_async_script(STATE)
         assert "alpha = 3, eps = 1" in before["text"] and "d = 10, lr = 0.1" in before["text"], before["text"]
-        first.screenshot(str(ARTIFACTS / "explore_kappa_before.png"))
+        first.screenshot(str(ARTIFACTS / f"explore_kappa_before{tag}.png"))
 
         # control 1: the preset, which must also bring DermaMNIST's d = 7 and lr = 0.05 and its floor
         preset = Select(first.find_element(By.TAG_NAME, "select"))
@@ -226,12 +238,12 @@ def test_explorer_in_headless_chromium(tmp_path):
         after_alpha, ms_alpha = _move(driver, step_alpha, after_preset)
         assert "alpha = 5, eps = 1" in after_alpha["text"], after_alpha["text"]
         assert after_alpha["hash"] not in (before["hash"], after_preset["hash"])
-        first.screenshot(str(ARTIFACTS / "explore_kappa_after.png"))
+        first.screenshot(str(ARTIFACTS / f"explore_kappa_after{tag}.png"))
 
         severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not severe, severe
         latency = {"preset_ms": round(ms_preset), "alpha_ms": round(ms_alpha), "test_s": round(time.time() - began, 1)}
-        (ARTIFACTS / "explore_kappa_latency.json").write_text(json.dumps(latency, indent=1) + "\n")
+        (ARTIFACTS / f"explore_kappa_latency{tag}.json").write_text(json.dumps(latency, indent=1) + "\n")
         print(f"\nper-update latency in the browser (input event to figure and readout redrawn): preset {ms_preset:.0f} ms,"
               f" alpha {ms_alpha:.0f} ms; screenshots in {ARTIFACTS}; {latency['test_s']} s in all")
     finally:
