@@ -16,15 +16,16 @@ horizontal flip) runs batched on tensors with the training generator.
 
 from __future__ import annotations
 
-import gzip
 import os
 import sys
-import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from dirdp.data_fetch import ROOT_RULE, _host, _root_origin, why_no_download  # noqa: F401  (re-exported)
+from dirdp.idx import DatasetCorruptError, _find_idx, read_idx  # noqa: F401
 
 
 class DatasetMissingError(FileNotFoundError):
@@ -36,16 +37,6 @@ class DatasetMissingError(FileNotFoundError):
 
     def __str__(self) -> str:
         return self.args[0]
-
-
-class DatasetCorruptError(ValueError):
-    """A data file is on disk but cannot be read (truncated, or not the format expected). Its message names
-    the file and says to delete it and download or copy it again."""
-
-    def __init__(self, path: str | os.PathLike, problem: str):
-        super().__init__(f"{path} is damaged: {problem}. Delete it and download it again (or copy it again "
-                         "from a complete copy of the data set).")
-        self.path = Path(path)
 
 
 @dataclass(frozen=True)
@@ -117,16 +108,6 @@ def get_spec(name: str) -> DatasetSpec:
         raise KeyError(f"unknown data set {name!r}. Known: {', '.join(SPECS)}.") from None
 
 
-ROOT_RULE = "--data-root, else $DIRDP_DATA, else ./data"
-
-
-def _root_origin(given) -> str:
-    """What chose the data root: the caller's ``root`` (the CLI's --data-root), $DIRDP_DATA or the default."""
-    if given:
-        return "--data-root"
-    return "$DIRDP_DATA" if os.environ.get("DIRDP_DATA") else "the default, ./data"
-
-
 def _missing(spec: DatasetSpec, root: Path, why: str | BaseException | None, origin: str = "") -> DatasetMissingError:
     """The one-line error of a data set that is not on disk: the root searched (and what chose it), what is missing,
     why it was not downloaded (``why``: a reason, the download's exception, None: downloads off) and the command
@@ -148,33 +129,6 @@ def _missing(spec: DatasetSpec, root: Path, why: str | BaseException | None, ori
         f"downloaded ({why}). Fetch it with: {spec.fetch.replace('<root>', str(root))}", why)
 
 
-def _host(url: str) -> tuple[str, int]:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    return parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80)
-
-
-def why_no_download(spec: DatasetSpec, root: Path, timeout: float = 5.0) -> str | None:
-    """Why a download of ``spec`` into ``root`` cannot work here (None: it may): the root cannot be created or
-    written, or the download's host does not answer (no network; checked only where no proxy is set, since a
-    proxy may reach what a direct connection cannot). Seconds at most, instead of a downloader's retries."""
-    import socket
-    import urllib.request
-
-    above = next((p for p in (root, *root.parents) if p.exists()), None)
-    if above is None or not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
-        return f"{above} cannot be written" if above is not None else f"{root} cannot be created"
-    if not spec.source or urllib.request.getproxies():
-        return None
-    host, port = _host(spec.source)
-    try:
-        socket.create_connection((host, port), timeout=timeout).close()
-    except OSError as err:
-        return f"no network: {host} cannot be reached: {getattr(err, 'strerror', None) or err}"
-    return None
-
-
 def missing_files(name: str, root: str | os.PathLike | None = None) -> list[Path]:
     """The files of data set ``name`` that are not under the data root (an IDX file counts as
     present gzip-compressed or not). Empty when the data set can be loaded offline."""
@@ -187,39 +141,6 @@ def missing_files(name: str, root: str | os.PathLike | None = None) -> list[Path
         if not any(p.exists() for p in alternatives):
             missing.append(path)
     return missing
-
-
-def read_idx(path: str | os.PathLike) -> np.ndarray:
-    """An IDX file (LeCun's MNIST format), gzip-compressed or not, as a numpy array.
-
-    A truncated or damaged file raises :class:`DatasetCorruptError` (a ValueError) naming it."""
-    path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rb") as fh:
-            data = fh.read()
-    except (EOFError, zlib.error, gzip.BadGzipFile) as err:  # truncated download or copy, or not gzip at all
-        raise DatasetCorruptError(path, f"it is not a complete gzip file ({type(err).__name__}: {err})") from None
-    if len(data) < 4 or data[0] != 0 or data[1] != 0 or data[2] != 0x08:
-        raise DatasetCorruptError(path, f"it is not an unsigned-byte IDX file (magic {data[:4].hex() or 'missing'})")
-    ndim = data[3]
-    header = 4 + 4 * ndim
-    if len(data) < header:
-        raise DatasetCorruptError(path, f"its IDX header is cut short ({len(data)} bytes)")
-    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
-    want = int(np.prod(shape, dtype=np.int64))
-    if len(data) - header != want:
-        raise DatasetCorruptError(path, f"its header promises {want} bytes of data of shape {shape}, the file "
-                                        f"holds {len(data) - header}")
-    return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(shape)
-
-
-def _find_idx(root: Path, folder: str, stem: str) -> Path | None:
-    for name in (stem, stem + ".gz"):
-        path = root / folder / "raw" / name
-        if path.exists():
-            return path
-    return None
 
 
 def _load_mnist_like(spec: DatasetSpec, root: Path, split: str, download: bool) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from dirdp import data as dirdp_data
 from dirdp import methods
+from dirdp.missing_data import missing_data_message  # noqa: F401  (re-exported: the Snakefile's name)
 from dirdp.protocol import fmt_eps as fmt  # noqa: F401  a number as file names and labels print it: 1, 0.5, inf
 from dirdp.protocol import parse_eps as _eps
 
@@ -312,20 +313,3 @@ def _selects(entry: dict, run: Run, profile_width: float) -> bool:
     if "precision" in entry and (run.precision or "fp32") != entry["precision"]:
         return False
     return "width" not in entry or float(entry["width"]) == (run.width or profile_width)
-
-
-def missing_data_message(missing: dict[str, list[Path]], profile: str, *, present=(), root=None) -> str:
-    """One message for every missing data set, with the files expected and how to go on: run only the data
-    sets ``present`` (on disk), or, where there is none, where the data root is."""
-    root = dirdp_data.data_root(root)
-    lines = [f"The '{profile}' profile needs data sets that are not on disk: {', '.join(missing)}."]
-    for name, files in missing.items():
-        spec = dirdp_data.get_spec(name)
-        lines.append(f"\n{name}: expected\n" + "\n".join(f"  {f}" for f in files))
-        lines.append(f"  fetch on a machine with network access: {spec.fetch.replace('<root>', str(root))}")
-    todo = "Put the files there (or point $DIRDP_DATA at a folder that has them)"
-    if present:
-        lines.append(f"\n{todo}, or run only the data sets that are there: --config 'datasets=[{','.join(present)}]'.")
-    else:
-        lines.append(f"\nNone of the data sets this profile uses is under the data root {root}. {todo}.")
-    return "\n".join(lines)

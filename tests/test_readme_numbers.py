@@ -279,3 +279,27 @@ def test_the_full_width_cost_multiplies_each_measured_step_by_the_papers_t(tmp_p
     text = full_width_cost(src)
     assert "9.00 s on 1 thread (`bench t1`" in text and "6.00 s on 2 threads (`bench t2`" in text, text
     assert "are 24.0 h on 1 and 16.0 h on 2 thread(s)" in text and "1.50x as fast" in text, text
+
+
+def test_the_cpu_precision_block_is_the_sweep_json_as_tables(tmp_path):
+    """Every configuration of bench_sweep.json is one table row with its s/step, ratio and fraction of peak; the
+    machine, the load and the command come from the same file; the peaks per thread count."""
+    from dirdp.report.readme_campaign import cpu_precision
+    from dirdp.report.readme_sections import Sources
+
+    folder = tmp_path / "results" / "cpu"
+    folder.mkdir(parents=True)
+    rows = [dict(width=w, method=m, precision=p, threads=t, median_s=s, vs_fp32=v, gflops=g, fraction_of_peak=f)
+            for w, m, p, t, s, v, g, f in [(1.0, "alg1", "fp32", 2, 2.0, 1.0, 131.0, 0.9),
+                                           (1.0, "alg1", "bf16+cl", 2, 1.0, 0.5, 262.0, 0.71),
+                                           (0.25, "nonprivate", "bf16", 1, 0.25, 0.8, 66.0, 0.4)]]
+    (folder / "bench_sweep.json").write_text(json.dumps(dict(
+        rows=rows, peaks_gflops={"fp32_t2": 145.6, "bf16_t2": 369.4, "fp32_t1": 73.0, "bf16_t1": 185.0},
+        load=dict(load_1min_before=0.12, others_cpu_fraction=0.011, cpus=2), cpu="Xeon X", avx512_bf16=True,
+        amx_bf16=False, provenance={"config": {"command": "python -m dirdp bench --sweep"}})))
+    text = cpu_precision(Sources(tmp_path / "results", "cpu"))
+    assert "| Xeon X | yes | no | 0.12 | 1.1% of 2 | `python -m dirdp bench --sweep` |" in text
+    assert "| 1x | Algorithm 1 | bf16 + channels_last | 2 | 1.000 | 0.50 | 262 | 71% |" in text
+    assert "| 0.25x | non-private | bf16 | 1 | 0.250 | 0.80 | 66 | 40% |" in text
+    assert "| 1 | 73 | 185 |" in text and "| 2 | 146 | 369 |" in text
+    assert text.index("| 1x | Algorithm 1 | bf16 + channels_last") < text.index("| 1x | Algorithm 1 | fp32")

@@ -7,7 +7,7 @@ Two uses, one machinery:
   importable: the summary says whether it ran), the
   benchmark (:func:`dirdp.bench.campaign_bench`: per-step time of non-private, Algorithm 1 and DP-SGD for the
   full-width models, fp32 and bf16 + channels_last, with projections), then starts the runs that the benchmark's
-  steps/s says can finish in the budget (the first-call plan, :func:`~dirdp.campaign.runner.fit_runs`; without a
+  steps/s says can finish in the budget (the first-call plan, :func:`~dirdp.campaign.fit.fit_runs`; without a
   budget, or with ``--k``/``--no-fit``: the queue K runs at a time)
   (the models leave a large GPU mostly idle, so several processes side by side is the point), and packs what it
   made into a few files that ``python -m dirdp campaign unpack`` puts back into the repository.
@@ -22,7 +22,7 @@ runs out, the runner sends SIGTERM: each run finishes its step, writes its check
 the next call resumes it.
 
 Modules: :mod:`~dirdp.campaign.queue` (jobs and the K-at-a-time runner), :mod:`~dirdp.campaign.packing`
-(packing and unpacking), :mod:`~dirdp.campaign.summary` (per-run records and the summary text),
+(packing and unpacking), :mod:`~dirdp.campaign.fit` (K and the first call's plan), :mod:`~dirdp.campaign.summary` (per-run records and the summary text),
 :mod:`~dirdp.campaign.runner` (the driver, K, status). Every name is re-exported here; to monkeypatch one,
 patch the submodule that looks it up.
 """
