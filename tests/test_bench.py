@@ -158,7 +158,8 @@ def test_the_load_meter_sees_other_processes_and_a_busy_machine_refuses_results_
     quiet = dict(load, others_cpu_fraction=0.01, load_1min_before=0.1)
     busy = dict(quiet, others_cpu_fraction=0.3)
     assert sweep.busy_reason(quiet) is None and "30.0%" in sweep.busy_reason(busy)
-    assert "load average was 2" in sweep.busy_reason(dict(quiet, load_1min_before=2.0))
+    # a lagging load average (the benchmark before this one) decides nothing: what others used while it ran does
+    assert sweep.busy_reason(dict(quiet, load_1min_before=2.0)) is None
     results = tmp_path / "results" / "cpu" / "bench.json"
     assert "busy" in sweep.refuse_busy_results_json(str(results), dict(load=busy))
     assert sweep.refuse_busy_results_json(str(results), dict(load=quiet)) is None
