@@ -153,3 +153,27 @@ def full_width_cost(src) -> str:
         text += (f"; {rows[-1][0]['threads']} threads run a step {rows[0][0]['algorithm1_s'] / rows[-1][0]['algorithm1_s']:.2f}x "
                  "as fast as 1")
     return text + "."
+
+
+def cpu_precision(src) -> str:
+    """The CPU precision sweep (``bench_sweep.json``, ``python -m dirdp bench --sweep``) as tables: the machine and the
+    load it ran under; each configuration's median s/step, its ratio to fp32 and its fraction of the measured peak;
+    the matmul peaks."""
+    rec = src.json("bench_sweep")
+    load, cmd = rec["load"], rec["provenance"]["config"]["command"]
+    out = ["| CPU | avx512_bf16 | amx_bf16 | 1-min load before | other processes' CPU while it ran | command |",
+           "|---|---|---|---|---|---|",
+           f"| {rec['cpu']} | {'yes' if rec['avx512_bf16'] else 'no'} | {'yes' if rec['amx_bf16'] else 'no'} | "
+           f"{load['load_1min_before']:.2f} | {100 * load['others_cpu_fraction']:.1f}% of {load['cpus']} | `{cmd}` |",
+           "", "| width | method | precision | threads | s/step (median) | vs fp32 | GFLOP/s | of its precision's peak |",
+           "|---|---|---|---|---|---|---|---|"]
+    rows = sorted(rec["rows"], key=lambda r: (-r["width"], r["method"], r["threads"], r["precision"]))
+    for r in rows:
+        out.append(f"| {r['width']:g}x | {'Algorithm 1' if r['method'] == 'alg1' else 'non-private'} | "
+                   f"{r['precision'].replace('+cl', ' + channels_last')} | {r['threads']} | {r['median_s']:.3f} | "
+                   f"{r['vs_fp32']:.2f} | {r['gflops']:.0f} | {100 * r['fraction_of_peak']:.0f}% |")
+    threads = sorted({int(k.rsplit("_t", 1)[1]) for k in rec["peaks_gflops"]})
+    out += ["", "| threads | fp32 matmul peak (GFLOP/s) | bf16 matmul peak (GFLOP/s) |", "|---|---|---|"]
+    out += [f"| {t} | {rec['peaks_gflops'][f'fp32_t{t}']:.0f} | {rec['peaks_gflops'][f'bf16_t{t}']:.0f} |"
+            for t in threads]
+    return "\n".join(out)

@@ -285,6 +285,7 @@ def builders() -> dict:
         "runs-alg1-notes": (runs_alg1_notes, "results/runs/{p}/"),
         "width-effect": (campaign.width_effect, f"{r}/width_effect.csv, results/runs/{{p}}/fashionmnist/"),
         "full-width-cost": (campaign.full_width_cost, f"{r}/bench_full_width_t*.json"),
+        "cpu-precision": (campaign.cpu_precision, f"{r}/bench_sweep.json"),
         "baselines": (baselines, f"results/runs/{{p}}/, {r}/table4_fashionmnist.csv"),
         "dpsgd-inception": (dpsgd_inception, f"results/runs/{{p}}/fashionmnist/, {r}/table4_fashionmnist.csv"),
         "bench": (bench, f"{r}/bench_baselines.json"),
