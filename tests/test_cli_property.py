@@ -96,6 +96,7 @@ def stubbed(monkeypatch, tmp_path):
 
     import dirdp.training
     from dirdp import bench, campaign
+    from dirdp.bench import sweep as bench_sweep
 
     def reached(*args, **kwargs):
         raise Reached
@@ -103,6 +104,7 @@ def stubbed(monkeypatch, tmp_path):
     monkeypatch.setattr(dirdp.training, "_train", reached)  # train()'s own start (the --out check) still runs
     monkeypatch.setattr(bench, "main", reached)
     monkeypatch.setattr(bench, "campaign_main", reached)
+    monkeypatch.setattr(bench_sweep, "sweep", reached)  # bench --sweep: minutes of interleaved steps
     monkeypatch.setattr(campaign, "run_campaign", reached)
     monkeypatch.setattr(campaign, "status", reached)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
