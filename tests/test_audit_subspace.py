@@ -132,3 +132,68 @@ def test_a_row_whose_trials_cannot_reach_the_claim_says_so():
     assert verdict(0.0, 0.92, 0.81) == "too few trials to test the claim"   # a perfect separation certifies 0.81
     assert verdict(0.92, 0.92, 0.92) == "too few trials to test the claim"
     assert verdict(0.0, 2.03, 3.28) == "no violation found"
+
+
+# --- issue 34: claims matched to each adjacency, the final-model statistic ---------------------------------------
+
+def test_the_matched_claims_are_the_hand_computed_ones():
+    """At the paper's q and T = 1,000 the add/remove claim is Theorem 10's 0.926551195452308 (recomputed in 50-digit
+    arithmetic by an independent review) and replace-one is its group-privacy conversion (2 eps, (1 + e^eps) delta) =
+    (1.853102..., 3.5257832e-5); at q = 1 replace-one is Lemma 9's claim and add/remove has none."""
+    from dirdp.audit.claims import matched_claim
+
+    p = PRESETS["mnist"]
+    c = subspace_setup.claim("alg1", q=p.q, steps=1000)
+    assert c.eps == pytest.approx(0.926551195452308, rel=1e-12)
+    add = matched_claim("alg1", "add", q=c.q, eps=c.eps, certified=c.certified, delta=c.delta)
+    rep = matched_claim("alg1", "replace", q=c.q, eps=c.eps, certified=c.certified, delta=c.delta)
+    assert (add.eps, add.delta) == (c.eps, 1e-5)
+    assert rep.eps == pytest.approx(1.853102390904616, rel=1e-12)
+    assert rep.delta == pytest.approx(3.5257832e-5, rel=1e-7)  # 1e-5 (1 + e^0.926551195452308)
+    one = subspace_setup.claim("alg1", q=1.0, steps=1)
+    assert matched_claim("alg1", "replace", q=1.0, eps=one.eps, certified=one.eps, delta=1e-5).eps == one.eps
+    none = matched_claim("alg1", "add", q=1.0, eps=one.eps, certified=one.eps, delta=1e-5)
+    assert math.isinf(none.eps) and not none.finite and "reveals membership" in none.by
+    dp = matched_claim("dpsgd", "replace", q=1.0, eps=one.eps, certified=2.0, delta=1e-5)
+    assert dp.eps == 4.0 and dp.delta == pytest.approx(1e-5 * (1 + math.exp(2.0)))
+    with pytest.raises(ValueError, match="adjacency must be one of"):
+        matched_claim("alg1", "swap", q=0.5, eps=1.0, certified=1.0, delta=1e-5)
+
+
+def test_a_row_faces_its_own_adjacencys_claim(rows):
+    """One step at q = 1: the add/remove row has no finite claim to violate, the replace-one row faces Lemma 9."""
+    add, rep = rows[("alg1", "add")], rows[("alg1", "replace")]
+    assert math.isinf(add["matched_claim_eps"]) and add["verdict"] == "no finite claim"
+    assert rep["matched_claim_eps"] == rep["claimed_eps"] and rep["verdict"] == "claim violated"
+    assert add["adversary_sees"] == rep["adversary_sees"] == "final model"  # T = 1: the one update is the model
+    assert rows[("dpsgd", "add")]["verdict"] == "no violation found"
+    assert rows[("dpsgd", "replace")]["matched_claim_eps"] == pytest.approx(2 * rows[("dpsgd", "add")]["certified_eps"])
+
+
+def test_the_final_model_statistic_on_a_tiny_model(problem):
+    """theta_T - theta_0 outside S_0 + S_T: world 0's residual is not round-off once the parameters move (the
+    Jacobians drift) but stays far below world 1's, where the canary was sampled; a run that never moved is 0;
+    DP-SGD gets the final-model statistic only when asked, and its every-update statistic is then NaN."""
+    res = subspace.subspace_residuals(*TINY, methods=("alg1", "dpsgd"), adjacencies=("add",), q=0.2, steps=3,
+                                      trials=8, problem=problem, seed=3, every_update=("alg1",))
+    v, d = res[("alg1", "add")], res[("dpsgd", "add")]
+    assert float(v["world0"].max()) < 1e-12  # every update: exact
+    assert 0 < float(v["final0"].max()) < 1e-3  # final model: drift, small
+    hit = v["sampled1"]
+    assert float(v["final1"][hit].median()) > 10 * float(v["final0"].median())
+    assert bool(torch.isnan(d["world0"]).all()) and bool((d["final0"] > 0.1).all())  # noise everywhere
+    sees = {(r["method"], r["adversary_sees"]) for r in subspace.audit_rows(res)}
+    assert sees == {("alg1", "every update"), ("alg1", "final model"), ("dpsgd", "final model")}
+    never = subspace.subspace_residuals(*TINY, methods=("alg1",), adjacencies=("add",), q=1e-9, steps=2, trials=2,
+                                        problem=problem, seed=0)[("alg1", "add")]
+    assert float(never["final0"].abs().max()) == 0.0 and float(never["final1"].abs().max()) == 0.0
+
+
+def test_the_trials_split_over_processes_give_the_same_statistics(problem):
+    kw = dict(methods=("alg1",), adjacencies=("add",), q=0.2, steps=2, trials=4, problem=problem, seed=5)
+    one, two = subspace.subspace_residuals(*TINY, **kw), subspace.subspace_residuals(*TINY, workers=2, **kw)
+    for name, value in one[("alg1", "add")].items():
+        if name != "step_time_s":
+            assert torch.equal(value, two[("alg1", "add")][name]), name
+    with pytest.raises(ValueError, match="workers must be an integer >= 1"):
+        subspace.subspace_residuals(*TINY, workers=0, **kw)

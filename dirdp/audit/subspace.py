@@ -22,6 +22,17 @@ residual is the canary's J_c^T g_c with the shared records and r projected out. 
 Algorithm 1's rho_t is at round-off. In world 1 it is non-zero almost surely at every step that
 samples c. Steps with an empty Poisson batch make no update (Algorithm 1) and are skipped.
 DP-SGD's noise fills all of R^P, so rho_t is dominated by noise in both worlds.
+
+**What the adversary sees.** The statistic above uses every iterate: a lower bound for the *sequence of
+updates*, fair against the paper's proof (which treats each step as post-processing and composes) but more
+than Algorithm 1 releases ("Output: theta_T"). The **final-model statistic** uses theta_0 (the public
+initialisation) and theta_T alone:
+
+    rho_final = ||(I - Q Q^T)(theta_T - theta_0)||,   Q an orthonormal basis of S_0 + S_T,
+
+the span of D's Jacobians at both ends. It is not exact (the Jacobians drift between theta_0 and theta_T, so
+world 0's residual is small but not round-off); its threshold is chosen and its errors counted on held-out
+trials like the other's, so its bound is as valid. Rows: :mod:`dirdp.audit.subspace_rows`.
 """
 
 from __future__ import annotations
@@ -35,7 +46,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, jacrev, vmap
 
-from dirdp.audit.stats import audit_threshold, epsilon_lower_bound
+from dirdp.audit.subspace_rows import audit_rows, verdict  # noqa: F401  (the rows; re-exported here)
 from dirdp.audit.subspace_setup import (ADJACENCIES, METHODS, Claim, audit_model, claim, load_problem,
                                         model_label)
 
@@ -118,13 +129,17 @@ def _seed(*parts: int) -> int:
     return int(np.random.SeedSequence([int(p) for p in parts]).generate_state(1)[0])
 
 
-def _run_world(base, problem, c: Claim, adjacency: str, world: int, *, basis0, dtype, max_grad_norm, generator):
-    """One training of T steps on ``world``: (max_t rho_t, max_t rho_t / ||update_t||, canary sampled)."""
+def _run_world(base, problem, c: Claim, adjacency: str, world: int, *, basis0, dtype, max_grad_norm, generator,
+               every_update: bool = True) -> dict:
+    """One training of T steps on ``world``: the every-update statistic max_t rho_t (NaN when not
+    ``every_update``: S_t at each step is the cost), its largest ratio to the update's norm, the final-model
+    statistic (and its ratio), and whether the canary was sampled."""
     from dirdp.sampling import PoissonSampler
 
     x, y, canary = problem.world(adjacency, world)
     x, d_x = x.to(dtype), problem.x.to(dtype)
     model = copy.deepcopy(base)
+    theta0 = flat(model.parameters())
     sampler = PoissonSampler(len(y), c.q, generator=generator)
     stat = rel = 0.0
     sampled, moved = False, False
@@ -132,40 +147,39 @@ def _run_world(base, problem, c: Claim, adjacency: str, world: int, *, basis0, d
         idx = sampler.sample()
         if c.method == "alg1" and not len(idx):
             continue  # no update: nothing to observe
-        basis = basis0 if not moved else span_basis(jacobian_rows(model, d_x))  # S_t at theta_t
+        basis = None
+        if every_update:
+            basis = basis0 if not moved else span_basis(jacobian_rows(model, d_x))  # S_t at theta_t
         u = sgd_update(model, x[idx], y[idx], c, expected_batch=c.q * len(problem.y), max_grad_norm=max_grad_norm,
                        generator=generator)
         moved = True
-        rho = residual_norm(basis, u)
-        stat, rel = max(stat, rho), max(rel, rho / max(float(u.norm()), 1e-300))
+        if every_update:
+            rho = residual_norm(basis, u)
+            stat, rel = max(stat, rho), max(rel, rho / max(float(u.norm()), 1e-300))
         sampled = sampled or bool((idx == canary).any())
-    return stat, rel, sampled
+    final = final_rel = 0.0
+    if moved:  # theta_T - theta_0 outside S_0 + S_T
+        u = flat(model.parameters()) - theta0
+        basis = span_basis(torch.cat([basis0.T, jacobian_rows(model, d_x)]))
+        final = residual_norm(basis, u)
+        final_rel = final / max(float(u.norm()), 1e-300)
+    nan = math.nan
+    return dict(world=stat if every_update else nan, rel=rel if every_update else nan, final=final,
+                final_rel=final_rel, sampled=sampled)
 
 
-def subspace_residuals(model_name: str = "papernot_cnn", width: float = 1.0, *, methods=METHODS,
-                       adjacencies=ADJACENCIES, q: float = 1.0, steps: int = 1, trials: int = 100,
-                       n_records: int = 20, seed: int = 0, eps: float = 1.0, preset: str = "mnist",
-                       r: float | None = None, lr: float | None = None, max_grad_norm: float = 1.0,
-                       dtype: torch.dtype = torch.float64, problem=None, root=None) -> dict:
-    """The per-trial statistics of both worlds, for every (method, adjacency), ``trials`` trainings per world
-    of T = ``steps`` steps at rate ``q`` (one fresh initialisation per trial index, drawn from ``seed``; the
-    trial's theta_0 and S_0 are shared by its worlds, methods and adjacencies, each run has its own
-    Poisson, Dirichlet and noise randomness). ``problem``: a :class:`SubspaceProblem` (default: ``n_records``
-    MNIST training images and a test-image canary, :func:`load_problem`).
+STATS = ("world", "rel", "final", "final_rel")
 
-    Returns {"claims": {method: Claim}, "problem", "model", "n_params", "span_dim", "max_grad_norm", "trials",
-    "span_time_s" (Jacobians + QR at theta_0, all trials), "wall_time_s", and (method, adjacency): dict of
-    ``world0``/``world1`` (the statistic, [trials] float64), ``rel0``/``rel1`` (relative to the update's
-    norm), ``sampled1`` (the canary was in some batch of world 1) and ``step_time_s``}."""
-    t_start = time.perf_counter()
-    problem = load_problem(n_records, seed=seed, root=root) if problem is None else problem
-    claims = {m: claim(m, q=q, steps=steps, eps=eps, preset=preset, r=r, lr=lr) for m in methods}
-    for a in adjacencies:
-        problem.world(a, 1)  # checks the name
-    keys = [(m, a) for m in methods for a in adjacencies]
-    acc = {k: dict(world0=[], world1=[], rel0=[], rel1=[], sampled1=[], step_time_s=0.0) for k in keys}
+
+def _trials(trial_ids, model_name, width, problem, claims, keys, *, seed, dtype, max_grad_norm, every_update,
+            threads=None) -> dict:
+    """The trials ``trial_ids`` of :func:`subspace_residuals` (one process's share): per key, lists in trial
+    order of every statistic of both worlds, ``sampled1``, the step time; and the span time at theta_0."""
+    if threads is not None:
+        torch.set_num_threads(threads)
+    acc = {k: {**{f"{s}{w}": [] for s in STATS for w in (0, 1)}, "sampled1": [], "step_time_s": 0.0} for k in keys}
     span_time, n_params, span_dim = 0.0, 0, 0
-    for t in range(trials):
+    for t in trial_ids:
         base = audit_model(model_name, width, seed=_seed(seed, t, 7), dtype=dtype)
         t0 = time.perf_counter()
         rows = jacobian_rows(base, problem.x.to(dtype))
@@ -176,71 +190,72 @@ def subspace_residuals(model_name: str = "papernot_cnn", width: float = 1.0, *, 
             t0 = time.perf_counter()
             for w in (0, 1):
                 gen = torch.Generator().manual_seed(_seed(seed, t, METHODS.index(m), ADJACENCIES.index(a), w))
-                stat, rel, sampled = _run_world(base, problem, claims[m], a, w, basis0=basis0, dtype=dtype,
-                                                max_grad_norm=max_grad_norm, generator=gen)
-                acc[(m, a)][f"world{w}"].append(stat)
-                acc[(m, a)][f"rel{w}"].append(rel)
+                out = _run_world(base, problem, claims[m], a, w, basis0=basis0, dtype=dtype,
+                                 max_grad_norm=max_grad_norm, generator=gen, every_update=m in every_update)
+                for s in STATS:
+                    acc[(m, a)][f"{s}{w}"].append(out[s])
                 if w:
-                    acc[(m, a)]["sampled1"].append(sampled)
+                    acc[(m, a)]["sampled1"].append(out["sampled"])
             acc[(m, a)]["step_time_s"] += time.perf_counter() - t0
-    out = dict(claims=claims, problem=problem, model=model_label(model_name, width), n_params=n_params,
-               span_dim=span_dim, max_grad_norm=max_grad_norm, trials=trials, span_time_s=span_time,
-               wall_time_s=time.perf_counter() - t_start)
-    for k, v in acc.items():
-        out[k] = {name: (torch.tensor(val, dtype=torch.bool if name == "sampled1" else torch.float64)
-                         if isinstance(val, list) else val) for name, val in v.items()}
+    return dict(acc=acc, span_time=span_time, n_params=n_params, span_dim=span_dim)
+
+
+def subspace_residuals(model_name: str = "papernot_cnn", width: float = 1.0, *, methods=METHODS,
+                       adjacencies=ADJACENCIES, q: float = 1.0, steps: int = 1, trials: int = 100,
+                       n_records: int = 20, seed: int = 0, eps: float = 1.0, preset: str = "mnist",
+                       r: float | None = None, lr: float | None = None, max_grad_norm: float = 1.0,
+                       dtype: torch.dtype = torch.float64, problem=None, root=None, every_update=None,
+                       workers: int = 1) -> dict:
+    """The per-trial statistics of both worlds, for every (method, adjacency), ``trials`` trainings per world
+    of T = ``steps`` steps at rate ``q`` (one fresh initialisation per trial index, drawn from ``seed``; the
+    trial's theta_0 and S_0 are shared by its worlds, methods and adjacencies, each run has its own
+    Poisson, Dirichlet and noise randomness). ``problem``: a :class:`SubspaceProblem` (default: ``n_records``
+    MNIST training images and a test-image canary, :func:`load_problem`). ``every_update``: the methods whose
+    every-update statistic is computed (default: all; it costs the Jacobians at every step, the final-model
+    statistic only at theta_T). ``workers`` > 1 splits the trials over that many processes of one thread each;
+    the result does not depend on it (each trial's randomness is drawn from its index).
+
+    Returns {"claims": {method: Claim}, "problem", "model", "n_params", "span_dim", "max_grad_norm", "trials",
+    "span_time_s" (Jacobians + QR at theta_0, all trials), "wall_time_s", and (method, adjacency): dict of
+    ``world0``/``world1`` (the every-update statistic, [trials] float64; NaN where not computed), ``rel0``/``rel1``
+    (relative to the update's norm), ``final0``/``final1`` and ``final_rel0``/``final_rel1`` (the final-model
+    statistic), ``sampled1`` (the canary was in some batch of world 1) and ``step_time_s``}."""
+    t_start = time.perf_counter()
+    problem = load_problem(n_records, seed=seed, root=root) if problem is None else problem
+    claims = {m: claim(m, q=q, steps=steps, eps=eps, preset=preset, r=r, lr=lr) for m in methods}
+    for a in adjacencies:
+        problem.world(a, 1)  # checks the name
+    every_update = tuple(methods) if every_update is None else tuple(every_update)
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"workers must be an integer >= 1. Found {workers!r}.")
+    keys = [(m, a) for m in methods for a in adjacencies]
+    kw = dict(seed=seed, dtype=dtype, max_grad_norm=max_grad_norm, every_update=every_update)
+    chunks = [c for c in np.array_split(np.arange(trials), min(workers, max(trials, 1))) if len(c)]
+    if len(chunks) <= 1:
+        parts = [_trials(range(trials), model_name, width, problem, claims, keys, **kw)]
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(len(chunks), mp_context=mp.get_context("spawn")) as pool:
+            futures = [pool.submit(_trials, [int(t) for t in c], model_name, width, problem, claims, keys, threads=1,
+                                   **kw) for c in chunks]
+            parts = [f.result() for f in futures]  # in trial order
+    out = dict(claims=claims, problem=problem, model=model_label(model_name, width), n_params=parts[0]["n_params"],
+               span_dim=parts[0]["span_dim"], max_grad_norm=max_grad_norm, trials=trials,
+               span_time_s=sum(p["span_time"] for p in parts), wall_time_s=time.perf_counter() - t_start,
+               workers=len(parts))
+    for k in keys:
+        v = {}
+        for name in parts[0]["acc"][k]:
+            vals = [p["acc"][k][name] for p in parts]
+            if name == "step_time_s":
+                v[name] = sum(vals)
+            else:
+                v[name] = torch.tensor([x for part in vals for x in part],
+                                       dtype=torch.bool if name == "sampled1" else torch.float64)
+        out[k] = v
     return out
-
-
-def _quantiles(prefix: str, values: torch.Tensor) -> dict:
-    qs = torch.quantile(values, torch.tensor([0.0, 0.5, 1.0], dtype=values.dtype)).tolist()
-    return {f"{prefix}_min": qs[0], f"{prefix}_median": qs[1], f"{prefix}_max": qs[2]}
-
-
-def audit_rows(res: dict) -> list[dict]:
-    """One row per (method, adjacency) of :func:`subspace_residuals`' output: the held-out epsilon lower
-    bound (Clopper-Pearson, 95%), the trial-count ceiling (the bound with no error on the held-out half),
-    for q < 1 the exact limit of any test that needs the canary sampled (:func:`never_sampled_bound`), and
-    the statistic's quantiles in both worlds."""
-    from dirdp.audit.canary import never_sampled_bound
-
-    rows = []
-    for key, v in res.items():
-        if not isinstance(key, tuple):
-            continue
-        method, adjacency = key
-        c = res["claims"][method]
-        # thresholds halfway in log10: the statistic spans many orders of magnitude (round-off vs signal)
-        lb, thr = audit_threshold(*(v[w].clamp_min(1e-300).log10() for w in ("world0", "world1")), delta=c.delta)
-        ceiling = epsilon_lower_bound(false_positives=0, n_negatives=lb.n_negatives, false_negatives=0,
-                                      n_positives=lb.n_positives, delta=c.delta).epsilon
-        trials = res["trials"]
-        rows.append(dict(
-            method=method, model=res["model"], adjacency=adjacency, q=c.q, T=c.steps, paper_eps=c.paper_eps,
-            claimed_eps=c.eps, claimed_by=c.accountant if method == "alg1" else "alg1's claim at this (q, T)",
-            certified_eps=c.certified, lr=c.lr,
-            mechanism=c.mechanism + (f", C={res['max_grad_norm']:g}" if method == "dpsgd" else ""),
-            statistic="max_t ||P_perp(S_t) update_t||",
-            trials_per_world=trials, held_out_per_world=lb.n_negatives, eps_lower_bound=lb.epsilon,
-            ceiling=ceiling, exact_bound=(math.inf if c.q >= 1 else never_sampled_bound(q=c.q, steps=c.steps,
-                                                                                         delta=c.delta)),
-            fpr=lb.fpr, fnr=lb.fnr, fpr_upper=lb.fpr_upper, fnr_upper=lb.fnr_upper, threshold=10.0 ** thr,
-            **_quantiles("res0", v["world0"]), **_quantiles("res1", v["world1"]),
-            rel0_median=float(v["rel0"].median()), rel1_median=float(v["rel1"].median()),
-            canary_sampled_fraction=float(v["sampled1"].double().mean()), n_records=len(res["problem"].y),
-            n_params=res["n_params"], span_dim=res["span_dim"],
-            span_time_per_trial_s=res["span_time_s"] / max(trials, 1),
-            step_time_per_trial_s=v["step_time_s"] / max(trials, 1), wall_time_s=round(res["wall_time_s"], 1)))
-    return rows
-
-
-def verdict(eps_lower_bound: float, claimed_eps: float, most: float) -> str:
-    """What a row shows: "claim violated" when the lower bound exceeds the claim; "too few trials to test the
-    claim" when ``most`` (the smaller of the trial-count ceiling and the never-sampled bound) is at or below the
-    claim, so that no outcome of these trials could refute it; otherwise "no violation found"."""
-    if eps_lower_bound > claimed_eps:
-        return "claim violated"
-    return "too few trials to test the claim" if most <= claimed_eps else "no violation found"
 
 
 def subspace_audit_rows(model_name: str = "papernot_cnn", width: float = 1.0, **kw) -> list[dict]:
@@ -252,6 +267,8 @@ def subspace_audit_rows(model_name: str = "papernot_cnn", width: float = 1.0, **
 def subspace_audit(model_name: str = "papernot_cnn", width: float = 1.0, method: str = "alg1",
                    adjacency: str = "add", *, q: float = 1.0, steps: int = 1, trials: int = 100, n_records: int = 20,
                    seed: int = 0, **kw) -> dict:
-    """The row of one (method, adjacency) pair: :func:`subspace_audit_rows` with one method and one adjacency."""
+    """The first row of one (method, adjacency) pair: :func:`subspace_audit_rows` with one method and one
+    adjacency (its every-update row where computed, else its final-model row)."""
     return subspace_audit_rows(model_name, width, methods=(method,), adjacencies=(adjacency,), q=q, steps=steps,
                                trials=trials, n_records=n_records, seed=seed, **kw)[0]
+
