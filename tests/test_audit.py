@@ -198,6 +198,37 @@ def test_a_released_models_membership_row_says_which_normalisation_it_had(tmp_pa
     assert row["model"] == ("inception (reduced width (0.125x channels)" + (", GroupNorm" if norm == "group" else "")
                             + ")"), row["model"]
     assert row["method"] == "alg1" and 0.0 <= row["auc"] <= 1.0
+    assert 0.0 <= row["null_auc"] <= 1.0 and row["auc_minus_null"] == pytest.approx(row["auc"] - row["null_auc"])
+    assert row["score"].startswith("logit margin") and row["n_members"] == row["n_non_members"] == 50
+
+
+def test_ties_are_broken_at_random_not_counted_half_or_admitted_together():
+    """The issue's case: many members and non-members at one score (a confident model's float32 loss of exactly 0).
+    Counting ties 1/2 pins the AUC and a threshold above the tie admits none of them (TPR 0 at low FPR by
+    construction); at random, the tied block is ordered by a coin, so a score that carries no signal beyond the tie
+    gives AUC ~ 0.5 and TPR ~ FPR."""
+    from dirdp.audit.stats import roc_random_ties
+
+    gen = torch.Generator().manual_seed(0)
+    s_in = torch.cat([torch.zeros(800), -torch.rand(200, generator=gen)])   # 800 members tied at the top
+    s_out = torch.cat([torch.zeros(800), -torch.rand(200, generator=gen)])  # and 800 non-members
+    half = audit.roc_at(s_in, s_out)
+    assert half["tpr_at_fpr_0.01"] == 0.0  # the old rule: the threshold sits on the tie, admitting nobody
+    rnd = roc_random_ties(s_in, s_out, generator=torch.Generator().manual_seed(1))
+    assert rnd["tied_records"] == 1600
+    assert abs(rnd["auc"] - 0.5) < 0.04 and 0.002 < rnd["tpr_at_fpr_0.01"] < 0.03
+    distinct = torch.randn(500, generator=gen)
+    plain = audit.roc_at(distinct[:250] + 1, distinct[250:])
+    broken = roc_random_ties(distinct[:250] + 1, distinct[250:], generator=gen)
+    assert broken["auc"] == pytest.approx(plain["auc"]) and broken["tied_records"] == 0  # no ties: the same ROC
+
+
+def test_the_logit_margin_is_zy_minus_the_best_other_logit():
+    from dirdp.audit.membership import margin_scores
+
+    z = torch.tensor([[2.0, 5.0, 1.0], [0.5, 0.25, 3.0]])
+    assert margin_scores(z, torch.tensor([1, 0])).tolist() == [3.0, -2.5]
+    assert margin_scores(z, torch.tensor([1, 0])).dtype == torch.float64
 
 
 def test_roc_statistics_against_their_definitions():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from dirdp.audit.attacks import loss_threshold_attack
 
@@ -34,13 +35,52 @@ def membership_experiment(members, non_members, *, method: str, eps: float, q: f
                 test_accuracy=res["test_accuracy"], **attack, wall_time_s=res["wall_time_s"])
 
 
+@torch.no_grad()
+def _logits(model, split, batch: int = 1000) -> torch.Tensor:
+    return torch.cat([model(split.x[i:i + batch]) for i in range(0, len(split), batch)])
+
+
+def margin_scores(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """The logit margin z_y - max_{k != y} z_k in float64: unlike the float32 cross-entropy, which is exactly 0 for
+    every confidently right record, it does not saturate, so confident models' records do not tie."""
+    z = logits.double()
+    zy = z.gather(1, y.view(-1, 1)).squeeze(1)
+    other = z.scatter(1, y.view(-1, 1), -math.inf).amax(1)
+    return zy - other
+
+
+def initial_model(result_path):
+    """The released run's architecture at initialisation (its method's model for its config, initialised from its
+    seed), in eval mode: a model that has seen no record, the null of :func:`released_model_mia`."""
+    import json
+    from pathlib import Path
+
+    from dirdp import methods
+    from dirdp.data import get_spec
+    from dirdp.training import RunConfig
+
+    result = json.loads(Path(result_path).read_text())
+    cfg = RunConfig(**{"method": result.get("method", "alg1"), **result["provenance"]["config"], "device": "cpu"})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        net = methods.get(cfg.method).build_model(cfg, get_spec(cfg.dataset))
+    return net.eval()
+
+
 def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=None) -> dict:
-    """:func:`loss_threshold_attack` on a model the DAG released (a run's JSON): ``n`` of its training
-    records against ``n`` test records, both drawn at random."""
+    """Membership inference on a model the DAG released (a run's JSON): ``n`` of its training records against ``n``
+    test records, both drawn at random. The score is the float64 logit margin (:func:`margin_scores`), ties broken at
+    random (:func:`dirdp.audit.stats.roc_random_ties`). Beside it, the **null**: the same score and records on the
+    same architecture at initialisation (:func:`initial_model`), which has seen no record, so its AUC measures how
+    the score tells the training split from the test split without any membership (the splits differ: a trained
+    model may read that difference more strongly than an untrained one, so the null is the split effect as an
+    untrained model sees it, not a bound on it). And the old score, the float32 loss (Yeom et al. 2018), with its
+    ties counted 1/2 (``loss_auc``) and the number of tied records (``loss_tied_records``)."""
     import json
     from pathlib import Path
 
     from dirdp import training
+    from dirdp.audit.stats import roc_at, roc_random_ties
     from dirdp.data import Split
     from dirdp.report.runs import model_label, read_run
 
@@ -51,10 +91,26 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
         idx = torch.randperm(len(split), generator=g)[:n]
         return Split(split.x[idx], split.y[idx])
 
+    members, others = pick(data["train"]), pick(data["test"])
     res = json.loads(Path(result_path).read_text())
     eps = float(res["eps_target"])  # the JSON stores inf as "inf"
     method = res.get("method", "alg1") if math.isfinite(eps) else "non-private"
+    z_in, z_out = _logits(net, members), _logits(net, others)
+    attack = roc_random_ties(margin_scores(z_in, members.y), margin_scores(z_out, others.y),
+                             generator=torch.Generator().manual_seed(seed + 1))
+    null_net = initial_model(result_path)
+    null = roc_random_ties(margin_scores(_logits(null_net, members), members.y),
+                           margin_scores(_logits(null_net, others), others.y),
+                           generator=torch.Generator().manual_seed(seed + 2))
+    loss_in = -F.cross_entropy(z_in.float(), members.y, reduction="none")  # the float32 loss score, as before
+    loss_out = -F.cross_entropy(z_out.float(), others.y, reduction="none")
+    loss = roc_at(loss_in, loss_out)
+    _, inv, cnt = torch.unique(torch.cat([loss_in, loss_out]), return_inverse=True, return_counts=True)
     return dict(method=method, model=f"{res['model']} ({model_label(read_run(result_path))})",
                 data=f"{res['dataset']}: {n} training vs {n} test records", q=res["q"], T=res["steps"],
                 claimed_eps=eps, certified_eps=float(res["epsilon"]), test_accuracy=res["test_accuracy"],
-                **loss_threshold_attack(net, pick(data["train"]), pick(data["test"])))
+                score="logit margin (float64), ties broken at random", **attack,
+                null_model="initialisation (same architecture, the run's seed)", null_auc=null["auc"],
+                null_tpr_at_fpr_0_01=null["tpr_at_fpr_0.01"], null_tied_records=null["tied_records"],
+                auc_minus_null=attack["auc"] - null["auc"], loss_auc=loss["auc"],
+                loss_tpr_at_fpr_0_01=loss["tpr_at_fpr_0.01"], loss_tied_records=int((cnt[inv] > 1).sum()))

@@ -111,3 +111,22 @@ def roc_at(scores_in: torch.Tensor, scores_out: torch.Tensor, *, fprs=(0.01, 0.0
         thr = s_out.sort(descending=True).values[k] if k < len(s_out) else -math.inf
         out[f"tpr_at_fpr_{f:g}"] = float((s_in > thr).double().mean())
     return out
+
+
+def roc_random_ties(scores_in: torch.Tensor, scores_out: torch.Tensor, *, generator: torch.Generator,
+                    fprs=(0.01, 0.001)) -> dict:
+    """:func:`roc_at` with ties broken at random: records are ranked by (score, an independent uniform draw), so a
+    tie neither counts 1/2 (which pulls the AUC to 0.5) nor lets a threshold admit every tied record at once (which
+    makes the TPR at a low FPR 0 by construction when many non-members tie at the top). Also returns
+    ``tied_records``, the number of records whose score equals another record's."""
+    s_in, s_out = scores_in.double().flatten(), scores_out.double().flatten()
+    both = torch.cat([s_in, s_out])
+    u = torch.rand(len(both), generator=generator, dtype=torch.float64)
+    order = torch.argsort(u)  # the random key first, then a stable sort on the score: ties stay in random order
+    order = order[torch.argsort(both[order], stable=True)]
+    rank = torch.empty(len(both), dtype=torch.float64)
+    rank[order] = torch.arange(len(both), dtype=torch.float64)
+    _, inverse, counts = torch.unique(both, return_inverse=True, return_counts=True)
+    out = roc_at(rank[: len(s_in)], rank[len(s_in):], fprs=fprs)
+    out["tied_records"] = int((counts[inverse] > 1).sum())
+    return out
