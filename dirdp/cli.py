@@ -171,10 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
     p_i.add_argument("--profile", required=True, help="the profile the DAG ran (config/<profile>.yaml)")
     p_i.add_argument("--out", help="index to write (default: the profile's own, <results>/<profile>/README.md; "
                                    "writing it also refreshes <results>/README.md, the index of the profiles)")
-    p_m = add("readme", "rewrite the README's generated blocks from a profile's result files; --check only compares",
-              "Rewrite the README's generated blocks (its result numbers) from a profile's result files, or with "
-              "--check only compare them.", "readme --check", "readme --profile cpu")
-    p_m.add_argument("--readme", default="README.md", help="README whose generated blocks are rewritten")
+    p_m = add("readme", "rewrite the generated blocks of the README and docs/ from a profile's result files; --check "
+                        "only compares",
+              "Rewrite the generated blocks (the result numbers) of the README and of every docs/*.md beside it from a "
+              "profile's result files, or with --check only compare them.", "readme --check", "readme --profile cpu")
+    p_m.add_argument("--readme", default="README.md",
+                     help="README whose generated blocks are rewritten, with those of the docs/*.md beside it")
     p_m.add_argument("--results", default="results", help="results folder")
     p_m.add_argument("--profile", default="cpu", help="the profile whose committed results the README cites")
     p_m.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each block that differs")

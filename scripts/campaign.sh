@@ -10,7 +10,7 @@
 #                                     # runs (git add -f: they are ignored otherwise), so the next start resumes
 #   bash scripts/campaign.sh tables RUN.json...   # after runs land (committed): rebuild, in a clean checkout of
 #                                     # HEAD, every table, figure, notebook and index downstream of those runs (and
-#                                     # nothing else), copy them back, rewrite the README blocks and commit; DRY=1
+#                                     # nothing else), copy them back, rewrite the README and docs blocks and commit; DRY=1
 #                                     # only prints the plan
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
 # (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides), and
@@ -106,8 +106,8 @@ case "${1:-start}" in
     for f in "${changed[@]}"; do mkdir -p "$(dirname "$f")"; cp "$wt/$f" "$f"; done
     profile=$("$PY" -c "import yaml; print(yaml.safe_load(open('$CONFIG'))['profile'])")
     "$PY" -m dirdp readme --profile "$profile"
-    git add -- "${changed[@]}" README.md
-    git commit -q -m "results ($profile): tables, figures and index downstream of $(echo "$@" | sed "s#results/runs/$profile/##g") (clean checkout of ${head:0:8}); README blocks regenerated"
+    git add -- "${changed[@]}" README.md docs
+    git commit -q -m "results ($profile): tables, figures and index downstream of $(echo "$@" | sed "s#results/runs/$profile/##g") (clean checkout of ${head:0:8}); README and docs blocks regenerated"
     echo "campaign: committed $(git rev-parse --short HEAD): ${#changed[@]} files"
     ;;
   *)

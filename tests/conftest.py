@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import pickle
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -14,6 +15,32 @@ import numpy as np
 import pytest
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+REPO = Path(__file__).resolve().parents[1]
+
+
+def copy_results(tmp_path: Path) -> Path:
+    """The cpu profile's result files for the README's and docs' generated blocks, without the model weights (the
+    blocks never read those), with ``results/timings.csv`` and, where the results have no headline_cells.csv yet
+    (it comes with the headline notebook), the fixture ``tests/data/headline_cells.csv``."""
+    dst = tmp_path / "results"
+    shutil.copytree(REPO / "results" / "cpu", dst / "cpu")
+    shutil.copytree(REPO / "results" / "runs" / "cpu", dst / "runs" / "cpu", ignore=shutil.ignore_patterns("*.pt"))
+    shutil.copy(REPO / "results" / "timings.csv", dst / "timings.csv")
+    if not (dst / "cpu" / "headline_cells.csv").exists():
+        shutil.copy(REPO / "tests" / "data" / "headline_cells.csv", dst / "cpu" / "headline_cells.csv")
+    return dst
+
+
+def copy_pages(tmp_path: Path, results: Path) -> Path:
+    """The README and docs/ copied beside each other into ``tmp_path``, their blocks written from ``results``: the
+    copy's README."""
+    from dirdp.report import readme
+
+    shutil.copy(REPO / "README.md", tmp_path / "README.md")
+    shutil.copytree(REPO / "docs", tmp_path / "docs")
+    readme.update(tmp_path / "README.md", results, "cpu")
+    assert readme.update(tmp_path / "README.md", results, "cpu", check=True) == []
+    return tmp_path / "README.md"
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,10 @@
-"""The README's table of bad inputs is what the commands do (issue 16, part 3).
+"""The table of bad inputs in docs/errors.md is what the commands do (issue 16, part 3; the README's section until
+issue 35 moved it).
 
-Every row of the table under "## What a mistake gets" is run here: ``python -m dirdp ...`` in-process, ``snakemake``
-rows as a subprocess. Each must exit with the code the table gives and print the message it gives: the first line
-of standard error that is not argparse's usage (a cell ending in "…" is a prefix), never a traceback. The
-placeholders ({tmp}, {tiny}, ...) are made by the fixture below and named in the README's legend.
+Every row of the table on that page ("What a mistake gets") is run here: ``python -m dirdp ...`` in-process,
+``snakemake`` rows as a subprocess. Each must exit with the code the table gives and print the message it gives:
+the first line of standard error that is not argparse's usage (a cell ending in "…" is a prefix), never a
+traceback. The placeholders ({tmp}, {tiny}, ...) are made by the fixture below and named in the page's legend.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ ROW = re.compile(r"^\| `(?P<cmd>(?:python -m dirdp|snakemake) [^`]+)`(?: [^|]*)?
 
 
 def rows() -> list[tuple[str, int, str]]:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index("## What a mistake gets"):]
-    section = section[:section.index("\n## ", 3)]
+    section = (REPO / "docs" / "errors.md").read_text()
+    assert section.startswith("# What a mistake gets\n"), "docs/errors.md is the page of the bad-inputs table"
     found = [(m["cmd"], int(m["rc"]), m["msg"].replace("\\|", "|")) for m in map(ROW.match, section.splitlines()) if m]
     return found
 
@@ -71,7 +71,7 @@ def test_the_table_has_every_kind_of_mistake():
 
 
 @pytest.mark.parametrize("cmd, rc, says", rows(), ids=[r[0][:60] for r in rows()])
-def test_each_bad_input_gets_what_the_readme_says(cmd, rc, says, places, capsys, monkeypatch):
+def test_each_bad_input_gets_what_the_docs_say(cmd, rc, says, places, capsys, monkeypatch):
     fill = {k: str(v) for k, v in places.items()}
     argv = [arg.format(**fill) for arg in cmd.split()]
     says = says.format(**fill)

@@ -1,16 +1,17 @@
-"""The README's numbers, generated from the result files (``python -m dirdp readme``).
+"""The numbers of the README and of the docs pages, generated from the result files (``python -m dirdp readme``).
 
-Every number the top-level ``README.md`` states about a result lives in a marked block::
+Every number that ``README.md`` or a page of ``docs/`` states about a result lives in a marked block::
 
     <!-- generated: NAME (python -m dirdp readme; from FILES) -->
-    ...text made by dirdp.report.readme_sections.NAME...
+    ...a table (or a single value) made by the builder NAME (dirdp.report.readme_sections.builders)...
     <!-- end generated: NAME -->
 
-``python -m dirdp readme`` rewrites each block from the committed files of one profile (``cpu`` by default:
-``results/cpu/*.csv``, its executed notebooks, its run JSONs ``results/runs/cpu/``); ``--check`` changes nothing
-and exits 1 naming each block that differs from what the files give, which is what the test suite runs. Prose
-between the blocks carries no result number (``tests/test_readme_numbers.py`` checks that too), so a number in
-the README cannot drift from its file.
+``python -m dirdp readme`` rewrites each block, wherever it lives (the README and every ``docs/*.md`` beside it), from
+the committed files of one profile (``cpu`` by default: ``results/cpu/*.csv``, ``results/cpu/*.json``, the run JSONs
+``results/runs/cpu/``; ``results/timings.csv``); ``--check`` changes nothing and exits 1 naming each page and block
+that differs from what the files give, which is what the test suite runs. Each block lives on one page only. Prose
+between the blocks carries no result number (``tests/test_readme_numbers.py`` checks the results sections), so a
+number in the README or the docs cannot drift from its file.
 """
 
 from __future__ import annotations
@@ -26,10 +27,8 @@ BLOCK = re.compile(r"(?P<head><!-- generated: (?P<name>[a-z0-9-]+) \(python -m d
                    r"(?P<tail><!-- end generated: (?P=name) -->)", re.S)
 
 
-
-
 def blocks(text: str) -> dict[str, str]:
-    """The generated blocks of a README: name -> body."""
+    """The generated blocks of one page: name -> body."""
     found = {}
     for m in BLOCK.finditer(text):
         if m["name"] in found:
@@ -41,34 +40,41 @@ def blocks(text: str) -> dict[str, str]:
     return found
 
 
-def render(results: str | Path = "results", profile: str = "cpu") -> dict[str, tuple[str, str]]:
-    """Every block, made from ``results/<profile>/`` and ``results/runs/<profile>/``: name -> (files, body)."""
+def pages(readme: str | Path = "README.md") -> list[Path]:
+    """The pages whose blocks ``readme`` writes: the README, then every ``docs/*.md`` beside it (sorted)."""
+    readme = Path(readme)
+    if not readme.is_file():
+        raise ReadmeError(f"{readme}: no such file")
+    return [readme, *sorted((readme.parent / "docs").glob("*.md"))]
+
+
+def page_blocks(readme: str | Path = "README.md") -> dict[Path, dict[str, str]]:
+    """page -> its blocks (name -> body), for the README and its docs pages; a block on two pages is an error."""
+    found, home = {}, {}
+    for page in pages(readme):
+        found[page] = blocks(page.read_text())
+        for name in found[page]:
+            if name in home:
+                raise ReadmeError(f"the block {name!r} is on {home[name]} and on {page}; each generated block on one page")
+            home[name] = page
+    return found
+
+
+def render(results: str | Path = "results", profile: str = "cpu", names=None) -> dict[str, tuple[str, str]]:
+    """The blocks ``names`` (default: every block there is a builder for), made from the files of ``profile``:
+    name -> (files, body)."""
     src = Sources(Path(results), profile)
     if not src.folder.is_dir():
         raise ReadmeError(f"{src.folder}: no such results folder (make it with the {profile} profile, or pass "
                           "--results/--profile of one that exists)")
     made = {}
     for name, (build, files) in builders().items():
-        body = build(src).rstrip("\n") + "\n"
-        made[name] = (files.format(p=profile), body)
+        if names is None or name in names:
+            made[name] = (files.format(p=profile), build(src).rstrip("\n") + "\n")
     return made
 
 
-def update(readme: str | Path = "README.md", results: str | Path = "results", profile: str = "cpu",
-           check: bool = False) -> list[str]:
-    """Rewrite (or, with ``check``, only compare) every generated block of ``readme``. Returns the names of the
-    blocks that differ from what the files give (with ``check``, the README is left as it is)."""
-    readme = Path(readme)
-    if not readme.is_file():
-        raise ReadmeError(f"{readme}: no such file")
-    text = readme.read_text()
-    have = blocks(text)
-    made = render(results, profile)
-    unknown = sorted(set(have) - set(made))
-    if unknown:
-        raise ReadmeError(f"{readme}: unknown generated block(s) {unknown}; known: {sorted(made)}")
-    changed = []
-
+def _rewrite(text: str, made: dict[str, tuple[str, str]], changed: list[str]) -> str:
     def replace(m: re.Match) -> str:
         files, body = made[m["name"]]
         head = f"<!-- generated: {m['name']} (python -m dirdp readme; from {files}) -->\n"
@@ -76,33 +82,69 @@ def update(readme: str | Path = "README.md", results: str | Path = "results", pr
             changed.append(m["name"])
         return head + body + m["tail"]
 
-    new = BLOCK.sub(replace, text)
-    if changed and not check:
-        readme.write_text(new)
-    return changed
+    return BLOCK.sub(replace, text)
+
+
+def plan(readme: str | Path = "README.md", results: str | Path = "results", profile: str = "cpu"):
+    """page -> (its text now, its text as the files give it, the names of its blocks that differ), for the README
+    and its docs pages; every block is made before anything is written, so a missing file changes no page."""
+    have = page_blocks(readme)
+    for page, found in have.items():
+        unknown = sorted(set(found) - set(builders()))
+        if unknown:
+            raise ReadmeError(f"{page}: unknown generated block(s) {unknown}; known: {sorted(builders())}")
+    made = render(results, profile, {name for found in have.values() for name in found})
+    out = {}
+    for page in have:
+        old, changed = page.read_text(), []
+        out[page] = (old, _rewrite(old, made, changed), changed)
+    return out
+
+
+def _write(pages_: dict) -> None:
+    for page, (_, new, changed) in pages_.items():
+        if changed:
+            page.write_text(new)
+
+
+def _diff(pages_: dict) -> str:
+    return "".join(line for page, (old, new, _) in pages_.items()
+                   for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(page),
+                                                    "from the files"))
+
+
+def update(readme: str | Path = "README.md", results: str | Path = "results", profile: str = "cpu",
+           check: bool = False) -> list[str]:
+    """Rewrite (or, with ``check``, only compare) every generated block of the README and its docs pages. Returns
+    the names of the blocks that differ from what the files give, in page order (with ``check`` nothing is written)."""
+    pages_ = plan(readme, results, profile)
+    if not check:
+        _write(pages_)
+    return [name for _, _, changed in pages_.values() for name in changed]
 
 
 def diff(readme: str | Path, results: str | Path = "results", profile: str = "cpu") -> str:
-    """A unified diff of the README now against the README the files give (what ``--check`` found)."""
-    old = Path(readme).read_text()
-    made = render(results, profile)
-    new = BLOCK.sub(lambda m: (f"<!-- generated: {m['name']} (python -m dirdp readme; from {made[m['name']][0]}) -->\n"
-                               + made[m["name"]][1] + m["tail"]) if m["name"] in made else m[0], old)
-    return "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(readme), "from the files"))
+    """A unified diff of each page now against the page the files give (what ``--check`` found)."""
+    return _diff(plan(readme, results, profile))
 
 
 def main(readme: str, results: str, profile: str, check: bool) -> int:
     """``python -m dirdp readme``: 0 when every block is (now) what the files give; with ``--check``, 1 when
-    some block differs (it prints which, and the diff)."""
+    some block differs (it prints which, on which page, and the diff)."""
     import sys
 
-    changed = update(readme, results, profile, check=check)
+    pages_ = plan(readme, results, profile)
+    changed = {page: names for page, (_, _, names) in pages_.items() if names}
     if check and changed:
-        print(f"{readme}: generated block(s) {changed} differ from the files of the '{profile}' profile; "
-              "run `python -m dirdp readme` to regenerate them", file=sys.stderr)
-        print(diff(readme, results, profile), file=sys.stderr)
+        for page, names in changed.items():
+            print(f"{page}: generated block(s) {names} differ from the files of the '{profile}' profile; "
+                  "run `python -m dirdp readme` to regenerate them", file=sys.stderr)
+        print(_diff(pages_), file=sys.stderr)
         return 1
-    verb = "match" if check else "written"
-    print(f"{readme}: {len(blocks(Path(readme).read_text()))} generated block(s) {verb}"
-          + (f"; rewritten: {', '.join(changed)}" if changed and not check else ""))
+    if not check:
+        _write(pages_)
+    count = sum(len(blocks(old)) for old, _, _ in pages_.values())
+    print(f"{readme} and {len(pages_) - 1} docs page(s): {count} generated block(s) {'match' if check else 'written'}"
+          + ("; rewritten: " + "; ".join(f"{p}: {', '.join(n)}" for p, n in changed.items()) if changed and not check
+             else ""))
     return 0

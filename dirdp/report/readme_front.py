@@ -1,0 +1,74 @@
+"""The README's own generated blocks (see :mod:`dirdp.report.readme`): what we found, per paper cell run here
+(``results/<profile>/headline_cells.csv``, written by the headline notebook), and what the two commands take
+(``results/timings.csv``, one row per measurement, filled by hand from the measurement it names)."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+
+from dirdp.protocol import fmt_eps
+from dirdp.report.readme_campaign import NAMES, ReadmeError, acc
+
+CELLS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
+         "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "verdict"]
+TIMINGS = ["command", "profile", "what", "wall_s", "processor", "measured_utc", "source"]
+
+
+def _columns(t: pd.DataFrame, need: list[str], path: str) -> None:
+    missing = [c for c in need if c not in t.columns]
+    if missing:
+        raise ReadmeError(f"{path}: column(s) {missing} missing; expected {need}")
+
+
+def object_name(obj: str) -> str:
+    """"table2_mnist" -> "Table 2", "fig3a_fashionmnist" -> "Figure 3a"; anything else as it is."""
+    m = re.match(r"(table|fig)(\d+[a-z]?)_", obj)
+    return f"{'Table' if m[1] == 'table' else 'Figure'} {m[2]}" if m else obj
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, float) and pd.isna(value))
+
+
+def findings(src) -> str:
+    """One row per paper cell run here: the paper's value, ours, the width, n, ours - paper with its 95% interval
+    (and what the interval is) and the verdict, as ``headline_cells.csv`` gives them."""
+    t = src.csv("headline_cells")
+    _columns(t, CELLS, f"{src.folder}/headline_cells.csv")
+    out = ["| object | data set | method | eps | width | ours | paper | ours - paper [95% CI] | interval | verdict |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in t.itertuples():
+        width = f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else "")
+        paper = "—" if _blank(r.paper_mean) else (
+            f"{r.paper_mean:.2f}" + ("" if _blank(r.paper_std) else f" ± {r.paper_std:.2f}")
+            + ("" if _blank(r.paper_n) else f" (n = {int(r.paper_n)})"))
+        diff = "—" if _blank(r.diff) else (
+            f"{r.diff:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
+        interval = "—" if _blank(r.interval) else str(r.interval).replace("|", "\\|")
+        out.append(f"| {object_name(r.object)} | {NAMES.get(r.dataset, r.dataset)} | {r.method} | "
+                   f"{fmt_eps(float(r.eps))} | {width} | {acc(r.ours_mean, r.ours_std, int(r.n))} | {paper} | {diff} | "
+                   f"{interval} | {'—' if _blank(r.verdict) else r.verdict} |")
+    return "\n".join(out)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:,.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min ({seconds:,.0f} s)"
+    return f"{seconds / 3600:.1f} h ({seconds:,.0f} s)"
+
+
+def timings(src) -> str:
+    """``results/timings.csv`` as a table: each command, the profile it ran, what it covers, the wall time (or "not
+    measured yet" where the row has none), the processor, when and the source of the measurement."""
+    t = src.plain_csv("timings.csv")
+    _columns(t, TIMINGS, f"{src.results}/timings.csv")
+    out = ["| command | profile | what | wall time | processor | measured (UTC) | source |", "|---|---|---|---|---|---|---|"]
+    for r in t.itertuples():
+        wall = "not measured yet" if _blank(r.wall_s) else _duration(float(r.wall_s))
+        out.append(f"| `{r.command}` | {'—' if _blank(r.profile) else r.profile} | {r.what} | {wall} | "
+                   + " | ".join("—" if _blank(v) else str(v) for v in (r.processor, r.measured_utc, r.source)) + " |")
+    return "\n".join(out)

@@ -1,0 +1,230 @@
+"""The README a reviewer reads in five minutes and the docs pages behind it (issue 35, items 1, 5 and 6): the README
+is short, every relative link and every figure of the README and docs/ resolves, the README links every docs page,
+`readme --check` covers docs/, and the README's own blocks are tables of their files."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from conftest import copy_pages, copy_results
+from dirdp.report import readme
+
+REPO = Path(__file__).resolve().parents[1]
+README = REPO / "README.md"
+DOCS = sorted((REPO / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
+FIXTURE = REPO / "tests" / "data" / "headline_cells.csv"
+# Both made by the headline notebook (issue 35, item 2, another branch): until its table is committed, the README's
+# links to it and to its figure are the only links allowed to be missing.
+HEADLINE_PENDING = not (REPO / "results" / "cpu" / "headline_cells.csv").exists()
+PENDING = {"results/cpu/headline_cells.csv", "figures/cpu/headline.png"} if HEADLINE_PENDING else set()
+
+LINK = re.compile(r"(?P<image>!?)\[(?P<text>[^\]]*)\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+IMG = re.compile(r"<img\s[^>]*src=\"(?P<target>[^\"]+)\"")
+
+
+def _prose(text: str) -> str:
+    """A page without its fenced code blocks and inline code (a link or a heading there is no link or heading)."""
+    text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return re.sub(r"`[^`\n]*`", "``", text)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower().replace("`", ""))
+    return text.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = re.sub(r"^```.*?^```", "", page.read_text(), flags=re.S | re.M)
+    return {slug(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def links(page: Path) -> list[tuple[str, bool]]:
+    """(target, is an image) of every relative link on a page: Markdown links and images, and <img src=...>."""
+    text = _prose(page.read_text())
+    found = [(m["target"], bool(m["image"])) for m in LINK.finditer(text)]
+    found += [(m["target"], True) for m in IMG.finditer(text)]
+    return [(t, image) for t, image in found if not re.match(r"[a-z]+:", t)]
+
+
+def _resolve(page: Path, target: str) -> tuple[Path, str]:
+    path, _, anchor = target.partition("#")
+    return (page if not path else (page.parent / path).resolve()), anchor
+
+
+def test_the_readme_is_short():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines; at most 250"
+
+
+def test_no_hand_written_line_is_over_120_characters():
+    """Outside tables and generated blocks (whose tables are as wide as their columns), README and docs lines fit
+    120 characters."""
+    long = []
+    for page in PAGES:
+        text = readme.BLOCK.sub(lambda m: "\n" * m[0].count("\n"), page.read_text())
+        long += [f"{page.relative_to(REPO)}:{i}" for i, line in enumerate(text.splitlines(), 1)
+                 if len(line) > 120 and not line.lstrip().startswith("|")]
+    assert long == [], f"lines over 120 characters: {long}"
+
+
+def test_the_readme_links_every_docs_page():
+    linked = {_resolve(README, t)[0] for t, _ in links(README)}
+    assert DOCS and {p.resolve() for p in DOCS} <= linked, sorted(p.name for p in DOCS if p.resolve() not in linked)
+    for page in DOCS:  # and every page leads back
+        assert README.resolve() in {_resolve(page, t)[0] for t, _ in links(page)}, page.name
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(REPO).as_posix() for p in PAGES])
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target, _ in links(page):
+        path, anchor = _resolve(page, target)
+        rel = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+        if not path.exists():
+            if rel not in PENDING:
+                broken.append(target)
+        elif anchor and path.suffix == ".md" and anchor not in anchors(path):
+            broken.append(target)
+    assert broken == [], f"{page.relative_to(REPO)}: links that resolve to no file (or no heading): {broken}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(REPO).as_posix() for p in PAGES])
+def test_every_figure_a_page_shows_exists(page):
+    shown = [_resolve(page, t)[0] for t, image in links(page) if image]
+    missing = [p.relative_to(REPO).as_posix() for p in shown if not p.is_file()]
+    assert [m for m in missing if m not in PENDING] == [], missing
+    assert all(p.suffix in {".png", ".svg", ".jpg"} for p in shown), shown
+
+
+def test_the_readme_shows_the_headline_figure():
+    assert (REPO / "figures/cpu/headline.png").resolve() in {_resolve(README, t)[0] for t, image in links(README) if image}
+
+
+@pytest.mark.xfail(HEADLINE_PENDING, strict=True, reason="the headline notebook's outputs are not committed yet")
+def test_the_headline_figure_exists():
+    assert (REPO / "figures/cpu/headline.png").is_file() and (REPO / "results/cpu/headline_cells.csv").is_file()
+
+
+def test_the_link_checker_finds_a_broken_link_and_a_missing_anchor(tmp_path):
+    (tmp_path / "docs").mkdir()
+    page = tmp_path / "docs" / "a.md"
+    page.write_text("# A page\n\n## Some heading: `code` (x)\n\n[ok](#some-heading-code-x) [bad](#nowhere) "
+                    "[gone](b.md) ![fig](../f.png) <img src=\"../g.png\"> [web](https://example.org) `[no](c.md)`\n"
+                    "```\n[not a link](d.md)\n```\n")
+    assert links(page) == [("#some-heading-code-x", False), ("#nowhere", False), ("b.md", False),
+                           ("../f.png", True), ("../g.png", True)]
+    assert anchors(page) == {"a-page", "some-heading-code-x"}
+
+
+# --- readme --check covers docs/ ------------------------------------------------------------------------------
+
+def _check(copy: Path, results: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dirdp", "readme", "--check", "--readme", str(copy), "--results",
+                           str(results)], capture_output=True, text=True, cwd=REPO)
+
+
+def test_readme_check_reports_a_stale_block_on_a_docs_page_and_readme_rewrites_it(tmp_path):
+    results = copy_results(tmp_path)
+    copy = copy_pages(tmp_path, results)
+    assert _check(copy, results).returncode == 0
+    page = tmp_path / "docs" / "results.md"
+    fresh = page.read_text()
+    body = readme.blocks(fresh)["bench"]
+    assert "| Inception, 0.25x width, batch 250 |" in body
+    page.write_text(fresh.replace(body, body.replace("| Inception, 0.25x width", "| Inception, 0.5x width", 1)))
+    proc = _check(copy, results)
+    assert proc.returncode == 1, proc.stderr
+    assert f"{page}: generated block(s) ['bench'] differ" in proc.stderr and "0.5x width" in proc.stderr
+    assert str(copy) + ":" not in proc.stderr  # the README itself is as its files give
+    assert subprocess.run([sys.executable, "-m", "dirdp", "readme", "--readme", str(copy), "--results", str(results)],
+                          capture_output=True, text=True, cwd=REPO).returncode == 0
+    assert page.read_text() == fresh and _check(copy, results).returncode == 0
+
+
+def test_a_block_on_two_pages_is_an_error(tmp_path):
+    results = copy_results(tmp_path)
+    copy = copy_pages(tmp_path, results)
+    block = readme.BLOCK.search((tmp_path / "docs" / "results.md").read_text())[0]
+    with (tmp_path / "docs" / "data.md").open("a") as fh:
+        fh.write("\n" + block + "\n")
+    with pytest.raises(readme.ReadmeError, match=r"the block .table7. is on .*data.md and on .*results.md"):
+        readme.update(copy, results, "cpu", check=True)
+
+
+def test_a_missing_result_file_is_one_line_and_nothing_is_written(tmp_path):
+    results = copy_results(tmp_path)
+    copy = copy_pages(tmp_path, results)
+    before = {p: p.read_bytes() for p in [copy, *(tmp_path / "docs").glob("*.md")]}
+    (results / "cpu" / "headline_cells.csv").unlink()
+    (results / "cpu" / "table7.csv").write_text((results / "cpu" / "table7.csv").read_text().replace("differs", "x"))
+    proc = subprocess.run([sys.executable, "-m", "dirdp", "readme", "--readme", str(copy), "--results", str(results)],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: {results}/cpu/headline_cells.csv: missing"), proc.stderr
+    assert {p: p.read_bytes() for p in before} == before
+
+
+# --- the README's own blocks ------------------------------------------------------------------------------------
+
+def test_the_findings_block_is_the_headline_table_row_by_row(tmp_path):
+    """One row per paper cell of headline_cells.csv: ours (n), the paper's (n), ours - paper with its interval, what
+    the interval is and the verdict, as the file gives them; a row without an interval or verdict says so."""
+    results = copy_results(tmp_path)
+    shutil.copy(FIXTURE, results / "cpu" / "headline_cells.csv")
+    text = readme.render(results, "cpu", {"findings"})["findings"][1]
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) == 1 + len(pd.read_csv(FIXTURE, comment="#"))
+    assert rows[0] == ("| object | data set | method | eps | width | ours | paper | ours - paper [95% CI] | interval | "
+                       "verdict |")
+    assert ("| Table 2 | MNIST | Algorithm 1 | 1 | 0.25x | 98.50 ± 0.25 (n = 3) | 99.00 ± 0.10 (n = 5) | "
+            "-0.50 [-1.10, +0.10] | Welch, df = 2.6 | undecided (n = 3) |") in rows
+    assert "| Table 2 | MNIST | Algorithm 1 | inf | 0.25x | 99.25 (n = 1) | 99.50 | -0.25 | no spread printed | — |" in rows
+    assert any("| 0.5x, bf16 | 90.00 (n = 1) |" in r and "| below the paper |" in r for r in rows)
+    assert any("Welch \\| n = 2" in r for r in rows)  # a '|' in a cell does not split the row
+
+
+def test_the_findings_block_names_a_missing_column(tmp_path):
+    from dirdp.provenance import read_csv, write_csv
+
+    results = copy_results(tmp_path)
+    table, prov = read_csv(FIXTURE)
+    write_csv(table.drop(columns=["ci_low"]), results / "cpu" / "headline_cells.csv", prov)
+    with pytest.raises(readme.ReadmeError, match=r"headline_cells.csv: column\(s\) \['ci_low'\] missing"):
+        readme.render(results, "cpu", {"findings"})
+
+
+def test_the_timings_block_says_which_rows_are_not_measured(tmp_path):
+    results = copy_results(tmp_path)
+    (results / "timings.csv").write_text(
+        "command,profile,what,wall_s,processor,measured_utc,source\n"
+        "bash scripts/test.sh,,the tests,1247,Xeon X,2026-12-02T22:00Z,CI at abc\n"
+        "bash scripts/main.sh,quick,the quick DAG,,,,not measured yet\n"
+        "bash scripts/main.sh,cpu,a long one,20000,EPYC Y,2026-12-03,timed by hand\n")
+    text = readme.render(results, "cpu", {"timings"})["timings"][1]
+    assert ("| `bash scripts/test.sh` | — | the tests | 21 min (1,247 s) | Xeon X | 2026-12-02T22:00Z | CI at abc |"
+            in text), text
+    assert "| `bash scripts/main.sh` | quick | the quick DAG | not measured yet | — | — | not measured yet |" in text
+    assert "| 5.6 h (20,000 s) |" in text
+
+
+def test_the_committed_timings_invent_no_measurement():
+    """Every row of results/timings.csv with a wall time names its source and processor; a row without one says in
+    its source that it is not measured."""
+    t = pd.read_csv(REPO / "results" / "timings.csv", comment="#")
+    assert list(t.columns) == ["command", "profile", "what", "wall_s", "processor", "measured_utc", "source"]
+    assert set(t.command) >= {"bash scripts/main.sh", "bash scripts/test.sh"} or \
+        any(c.endswith("scripts/main.sh") for c in t.command)
+    for row in t.itertuples():
+        if pd.isna(row.wall_s):
+            assert "not measured" in row.source, row
+        else:
+            assert isinstance(row.source, str) and row.source.strip() and isinstance(row.processor, str), row
