@@ -1,5 +1,7 @@
-"""The README's generated blocks for the privacy audit (see :mod:`dirdp.report.readme`): reconstruction, the
-canary audit and membership inference, from ``results/<profile>/audit_*.csv`` and the executed audit notebook."""
+"""The generated blocks of docs/audit.md (see :mod:`dirdp.report.readme`): tables rendered from
+``results/<profile>/audit_*.csv``, one row per CSV row or per group of rows, no numbers in prose. What a column means
+is said by its header and by the hand-written text around the block; the verdicts are the notebooks' own (each row
+faces the claim for its own adjacency: :mod:`dirdp.audit.claims`)."""
 
 from __future__ import annotations
 
@@ -9,106 +11,155 @@ import pandas as pd
 
 from dirdp.protocol import fmt_eps
 
-METHOD = {"alg1": "Algorithm 1", "dpsgd": "DP-SGD", "latent": "LATENT", "non-private": "non-private"}
+METHOD = {"alg1": "Algorithm 1", "dpsgd": "DP-SGD", "latent": "LATENT", "non-private": "non-private",
+          "tempered": "DP-SGD (tempered sigmoid)"}
+ADJ = {"add": "add/remove", "replace": "replace one"}
 
 
-def _ssims(t: pd.DataFrame, model: str, method: str) -> tuple[str, str]:
-    rows = t[(t.model == model) & (t.method == method)].sort_values("batch_size")
-    return (" / ".join(f"{s:.2f}" for s in rows.ssim_mean), " / ".join(f"{b:.0f}" for b in rows.batch_size))
+def _table(header: list[str], rows: list[list]) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
+
+
+def _eps(v: float, digits: int = 2) -> str:
+    return "none (no finite claim)" if not math.isfinite(v) else f"{v:.{digits}f}"
+
+
+def _bold_if(lb: float, claim: float) -> str:
+    return f"**{lb:.2f}**" if math.isfinite(claim) and lb > claim else f"{lb:.2f}"
 
 
 def reconstruction(src) -> str:
     t = src.csv("audit_reconstruction")
     dense = t[t.attack.str.startswith("dense")]
-    inv = t[t.attack.str.startswith("gradient inversion")]
-    d0 = dense.iloc[0]
-    cnn_a, batches = _ssims(inv, "papernot_cnn", "alg1")
-    cnn_d, _ = _ssims(inv, "papernot_cnn", "dpsgd")
-    inception = inv[inv.model.str.startswith("inception")]
-    steps = int(inv.attack_steps.dropna().iloc[0])
-    return (
-        f"- **Reconstruction, dense first layer (exact).** One Algorithm-1 step at claimed eps = "
-        f"{fmt_eps(d0.claimed_eps)} (alpha = 3, r* = {d0.rstar:.4f} for q = {inv.q.iloc[0]:g}, T = "
-        f"{inv['T'].iloc[0]:.0f}) on a {d0.model.replace('MLP ', '')} MLP gives back each of {len(dense)} MNIST test "
-        f"images from the first layer's update: relative error median {dense.max_rel_error.median():.1e}, max "
-        f"{dense.max_rel_error.max():.1e} (float32). The same on a DP-SGD update at the same claimed eps gives noise "
-        "(`tests/test_audit.py`).\n"
-        f"- **Gradient inversion, convolutional models** (Geiping et al. 2020, {steps} iterations, found images "
-        f"matched to the truth by the best assignment; `results/{src.profile}/audit_reconstruction.csv`, "
-        f"`figures/{src.profile}/audit_reconstruction.png`). On Papernot et al.'s tanh CNN, Algorithm 1 updates "
-        f"give mean SSIM {cnn_a} (batch {batches}); DP-SGD updates at the same claimed eps give {cnn_d}. On the "
-        f"paper's MNIST Inception (0.25x width, BatchNorm + ReLU) this attack's reconstructions reach mean SSIM "
-        f"{inception.ssim_mean.max():.2f} at most for either method: this attack at this budget finds little there, "
-        "which is not evidence of privacy (the canary audit below is).")
+    inv = t[t.attack.str.startswith("gradient inversion")].drop_duplicates(["model", "method", "batch_size"])
+    rows = [[dense.attack.iloc[0], dense.model.iloc[0], METHOD[dense.method.iloc[0]], 1, len(dense),
+             f"{dense.rstar.iloc[0]:.4f}", f"relative error: median {dense.max_rel_error.median():.1e}, "
+             f"max {dense.max_rel_error.max():.1e}"]]
+    for r in inv.sort_values(["model", "method", "batch_size"]).itertuples():
+        rows.append([f"{r.attack} ({r.attack_steps:.0f} steps)", r.model, METHOD[r.method], f"{r.batch_size:.0f}",
+                     int(((t.attack == r.attack) & (t.model == r.model) & (t.method == r.method)
+                          & (t.batch_size == r.batch_size)).sum()),
+                     f"{r.rstar:.4f}" if r.method == "alg1" else f"sigma = {r.noise_multiplier:.4f}",
+                     f"mean SSIM {r.ssim_mean:.2f}"])
+    return _table(["attack", "model", "method", "batch", "images", "r* (Alg. 1) / sigma (DP-SGD)", "result"], rows)
 
 
 def canary(src) -> str:
     t = src.csv("audit_canary")
-    final = t[(t.statistic == "final") | (t.method == "latent")]
-    r0 = final.iloc[0]
-    duration = src.notebook("audit_privacy")["metadata"].get("papermill", {}).get("duration")
-    out = [f"- **Canary audit** (softmax regression on 7x7-pooled MNIST, D' = {r0.n_dprime:.0f} real records, "
-           f"D = D' + a canary; {r0.trials_per_world:,.0f} trainings per world, threshold chosen on "
-           f"{r0.trials_per_world - r0.held_out_per_world:,.0f}, bound measured on the other "
-           f"{r0.held_out_per_world:,.0f}; {r0.confidence:.0%} Clopper-Pearson; "
-           f"`results/{src.profile}/audit_canary.csv`"
-           + (f"; {duration:,.0f} s for the whole notebook on one core" if duration else "") + "):", "",
-           "  | method | q | T | claimed eps (certified by its own accountant) | statistic | eps lower bound "
-           f"({r0.confidence:.0%}) | FPR / FNR (held out) |", "  |---|---|---|---|---|---|---|"]
-    for r in final.itertuples():
+    rows = []
+    for r in t.itertuples():
         if r.method == "latent":
-            who, q, steps = f"LATENT ({r.mechanism.split(',')[0].replace('alpha', 'UER, alpha')})", "one release", "1"
+            who, q, steps = f"LATENT ({r.mechanism})", "one release", "1"
             claim = f"{fmt_eps(r.claimed_eps)} (local DP; exact pair loss {r.certified_eps:,.0f})"
+            exact = no_finite = "-"
         else:
-            who = f"{METHOD[r.method]} ({r.mechanism.split(',')[0].replace('sigma=', 'sigma = ').replace('r*=', 'r* = ')})"
-            q, steps = f"{r.q:g}", f"{r.T:,.0f}"
+            who, q, steps = f"{METHOD[r.method]} ({r.mechanism})", f"{r.q:g}", f"{r.T:,.0f}"
             claim = f"{fmt_eps(r.claimed_eps)} ({r.certified_eps:.4f})"
-        bound = f"**{r.eps_lower_bound:.2f}**" if r.eps_lower_bound > r.claimed_eps else f"{r.eps_lower_bound:.2f}"
-        out.append(f"  | {who} | {q} | {steps} | {claim} | {r.statistic} | {bound} | {r.fpr:g} / {r.fnr:g} |")
-    alg1 = final[final.method == "alg1"]
-    ceiling = _ceiling(int(r0.held_out_per_world), float(r0.confidence))
-    first = alg1.iloc[0]
-    exact = ", ".join(f"**{r.eps_exact_bound:.1f}** at (q, T) = ({r.q:g}, {r['T']:.0f})" for _, r in alg1.iterrows())
-    seq = t[(t.statistic == "sequence") & (t.method == "alg1")]
-    same = (seq.eps_lower_bound.values.round(6) == alg1.eps_lower_bound.values.round(6)).all() if len(seq) == len(alg1) else False
-    out += ["", f"  {ceiling:.2f} is the most {r0.held_out_per_world:,.0f} held-out trials per world can show (zero "
-            "errors)" + ("; the sequence-of-updates statistic gives the same bounds" if same else "") + ". The "
-            "Algorithm-1 result is exact, not only empirical: every record of D' is orthogonal to the canary "
-            "direction u and Algorithm 1 adds nothing to the parameters, so theta_T u = 0 in *every* D' trial, while "
-            "in D it is non-zero whenever the canary was sampled at least once (probability 1 - (1 - q)^T = "
-            f"{1 - (1 - first.q) ** first['T']:.5f} at q = {first.q:g}, T = {first['T']:.0f}). The test "
-            "\"theta_T u != 0\" therefore has FPR = 0 and FNR = (1 - q)^T, and FPR + e^eps FNR >= 1 - delta forces "
-            f"eps >= -T ln(1 - q) + ln(1 - delta): {exact}, all claimed as eps = {fmt_eps(first.claimed_eps)} "
-            "(`dirdp.audit.never_sampled_bound`; column `eps_exact_bound` of the CSV, beside `dprime_stat_max`, the "
-            f"largest D' statistic of the trials: at most {alg1.dprime_stat_max.max():.2g} here, the premise "
-            "checked). That is what this one test proves; the model may leak more. "
-            f"`figures/{src.profile}/audit_eps_claimed_vs_lower_bound.png` shows both, setting by setting."]
-    return "\n".join(out)
-
-
-def _ceiling(n: int, confidence: float) -> float:
-    """The largest bound ``n`` held-out trials per world can give: zero errors in both worlds."""
-    from dirdp.audit.stats import epsilon_lower_bound
-    return epsilon_lower_bound(false_positives=0, n_negatives=n, false_negatives=0, n_positives=n, delta=1e-5,
-                               confidence=confidence).epsilon
+            exact = f"{r.eps_exact_bound:.1f}" if math.isfinite(r.eps_exact_bound) else "-"
+            # the event "statistic != 0" has probability 0 without the canary (checked: dprime_stat_max == 0) and
+            # 1 - (1 - q)^T with it: no finite eps satisfies (eps, delta)-DP for delta below that
+            no_finite = (f"{-math.expm1(r.T * math.log1p(-r.q)):.5f}"
+                         if r.method == "alg1" and r.dprime_stat_max == 0 else "-")
+        rows.append([who, q, steps, claim, r.statistic, _bold_if(r.eps_lower_bound, r.claimed_eps),
+                     f"{r.fpr:g} / {r.fnr:g}", f"{r.held_out_per_world:,.0f}", exact, no_finite,
+                     f"{r.dprime_stat_max:.3g}" if isinstance(r.dprime_stat_max, float) and math.isfinite(
+                         r.dprime_stat_max) else "-"])
+    return _table(["method (mechanism)", "q", "T", "claimed eps (its own accountant)", "statistic",
+                   "eps lower bound (95%)", "FPR / FNR (held out)", "held-out trials per world",
+                   "exact bound, one direction", "no finite eps for delta below", "largest D' statistic"], rows)
 
 
 def membership(src) -> str:
+    """The old controlled experiment (targets trained on 1,000 records): a smoke check, since its private targets
+    did not learn (the test-accuracy column)."""
     m = src.csv("audit_membership")
-    rel = src.csv("audit_released_models")
-    m0 = m.iloc[0]
+    rows = [[METHOD[r.method], fmt_eps(r.claimed_eps), f"{r.n_members:,.0f}", f"{r.test_accuracy:.1f}",
+             f"{r.auc:.3f}", "smoke check: the target did not learn" if r.test_accuracy < 90 else "smoke check"]
+            for r in m.itertuples()]
+    return _table(["method", "claimed eps", "members", "test accuracy (%)", "AUC (float32 loss, ties 1/2)", "role"],
+                  rows)
 
-    def one(r) -> str:
-        who = METHOD[r['method']] + ("" if math.isinf(r['claimed_eps']) else f" at eps = {fmt_eps(r['claimed_eps'])}")
-        return (f"{who} AUC {r['auc']:.3f} (TPR {r['tpr_at_fpr_0.01']:.1%} at 1% FPR; its test accuracy {r['test_accuracy']:.1f}%)")
 
-    alg1 = rel[rel.method == "alg1"].auc
-    private = rel[rel.method != "non-private"]
-    return (f"- **Membership inference, black box** (loss threshold; `results/{src.profile}/audit_membership.csv`, "
-            f"`results/{src.profile}/audit_released_models.csv`). On a Papernot CNN trained on {m0.n_members:,.0f} "
-            f"MNIST records (q = {m0.q:g}, T = {m0['T']:,.0f}): "
-            + ", ".join(one(r) for _, r in m.iterrows()) + ". Models that barely learned say nothing either way. "
-            f"On the models this profile released ({rel.n_members.iloc[0]:,.0f} training vs "
-            f"{rel.n_non_members.iloc[0]:,.0f} test records each): AUC {alg1.min():.3f}-{alg1.max():.3f} for "
-            f"Algorithm 1, {private.auc.min():.3f}-{private.auc.max():.3f} for every private model, and "
-            + ", ".join(f"{a:.3f}" for a in rel[rel.method == "non-private"].auc) + " for the non-private ones.")
+def membership_learned(src) -> str:
+    rel = src.csv("audit_released_models").copy()
+    if "null_auc" not in rel.columns:
+        raise ValueError(f"results/{src.profile}/audit_released_models.csv has no null_auc column: rerun the notebook "
+                         "audit_released_models for this profile.")
+    rel["seed"] = [_run_named(src, run, "audit_released_models")["seed"] for run in rel.run]
+    rel["dataset"] = rel.data.str.split(":").str[0]
+    rel = rel.sort_values(["dataset", "claimed_eps", "method", "model", "seed"], kind="stable")
+    rows = [[r.dataset, r.model, METHOD.get(r.method, r.method), fmt_eps(r.claimed_eps), r.seed,
+             f"{r.test_accuracy:.2f}", f"{r.n_members:,.0f} / {r.n_non_members:,.0f}", f"{r.auc:.3f}",
+             f"{r.null_auc:.3f}", f"{r.auc_minus_null:+.3f}", f"{r['tpr_at_fpr_0.01']:.2%}", f"{r.loss_auc:.3f}",
+             f"{r.loss_tied_records:,.0f}"] for _, r in rel.iterrows()]
+    return _table(["data", "model", "method", "claimed eps", "seed", "test accuracy (%)", "members / non-members",
+                   "AUC", "null AUC", "AUC - null", "TPR at 1% FPR", "loss AUC (float32, ties 1/2)",
+                   "records tied in the loss"], rows)
+
+
+def subspace(src) -> str:
+    t = src.csv("audit_subspace")
+    if "matched_claim_eps" not in t.columns:
+        raise ValueError(f"results/{src.profile}/audit_subspace.csv has no matched_claim_eps column: rerun the "
+                         "notebook audit_subspace for this profile.")
+    rows = [[r.setting, _model(r.model), METHOD[r.method], ADJ[r.adjacency], r.adversary_sees,
+             f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})", f"{r.trials_per_world:,.0f}",
+             _bold_if(r.eps_lower_bound, r.matched_claim_eps), f"{r.ceiling:.2f}", r.verdict, f"{r.res0_max:.1e}",
+             f"{r.res1_median:.1e}", f"{r.wall_time_s / 60:.0f} min"] for r in t.itertuples()]
+    counts = (t.assign(alg=t.method.map(METHOD), adj=t.adjacency.map(ADJ))
+              .groupby(["alg", "adversary_sees", "adj", "verdict"], sort=False).size().reset_index(name="rows"))
+    return (_table(["setting", "model", "method", "adjacency", "the adversary sees", "claim for this adjacency",
+                    "trials per world", "eps lower bound (95%)", "most these trials can show", "verdict",
+                    "residual, world 0 (max)", "residual, world 1 (median)", "time (setting)"], rows)
+            + "\n\nVerdicts, counted:\n\n"
+            + _table(["method", "the adversary sees", "adjacency", "verdict", "rows"],
+                     [[r.alg, r.adversary_sees, r.adj, r.verdict, r.rows] for r in counts.itertuples()]))
+
+
+def _model(label: str) -> str:
+    name = label.split(" (")[0]
+    return {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception"}.get(
+        name, name)
+
+
+def batchnorm(src) -> str:
+    t = src.csv("audit_batchnorm")
+    if "median_batch_max_logit_change" not in t.columns:
+        raise ValueError(f"results/{src.profile}/audit_batchnorm.csv has the old columns: rerun the notebook "
+                         "audit_batchnorm for this profile.")
+    infl = t[t.measure.str.startswith("influence")]
+    a = _table(["model", "Poisson batches (one random replacement each)", "batch size (median)",
+                "largest logit change of another record (max over batches)",
+                "median over batches of each batch's largest change", "median over batches of each batch's median",
+                "others' summed Renyi divergence: largest measured", "its median", "Lemma 9 eps_M for the one record"],
+               [[r.model, f"{r.trials:.0f}", f"{r.batch_median:.0f}", f"{r.max_logit_change:.3g}",
+                 f"{r.median_batch_max_logit_change:.3g}", f"{r.median_batch_median_logit_change:.3g}",
+                 f"{r.value:.2g}", f"{r.others_rdp_median:.2g}", f"{r.reference:.3g}"] for r in infl.itertuples()])
+    stats = t[t.measure.str.startswith("running statistics")]
+    b = _table(["test", "adjacency", "trials per world", "claim for this adjacency", "eps lower bound (95%)",
+                "most these trials can show", "verdict"],
+               [[r.measure, ADJ[r.adjacency], f"{r.trials:.0f}", f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})",
+                 _bold_if(r.value, r.matched_claim_eps), f"{r.ceiling:.2f}", r.verdict] for r in stats.itertuples()])
+    mia = t[t.measure.str.startswith("last-batch")]
+    acc = t[t.measure == "test accuracy"]
+    c = _table(["measure", "model", "value", "statistic", "TPR at 1% FPR", "records"],
+               [[r.measure, r.model, f"{r.value:.3f}" if r.statistic == "AUC" else f"{r.value:.2f}", r.statistic,
+                 f"{r.tpr_at_fpr_0_01:.1%}" if isinstance(r.tpr_at_fpr_0_01, float) and math.isfinite(r.tpr_at_fpr_0_01)
+                 else "-", f"{r.members:,.0f}" if isinstance(r.members, float) and math.isfinite(r.members) else "-"]
+                for r in pd.concat([mia, acc]).itertuples()])
+    return a + "\n\n" + b + "\n\n" + c
+
+
+def _run_named(src, path: str, table: str) -> dict:
+    """The run of ``src``'s runs folder that a row of ``results/<profile>/<table>.csv`` names by its JSON's path."""
+    from pathlib import Path
+
+    from dirdp.report.readme_campaign import ReadmeError
+
+    found = [r for r in src.runs if Path(r["path"]).parts[-2:] == Path(path).parts[-2:]]
+    if len(found) != 1:
+        raise ReadmeError(f"{path}: the run named by results/{src.profile}/{table}.csv is not among {src.runs_dir}'s "
+                          f"runs (found {len(found)}): rerun the notebook {table} for this profile, or restore that "
+                          "run's JSON.")
+    return found[0]

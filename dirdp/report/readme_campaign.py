@@ -26,16 +26,6 @@ def acc(mean: float, std: float | None, n: int) -> str:
     return f"{mean:.2f} (n = {n})"
 
 
-def single_against_seeds(value: float, seeds: list[float]) -> tuple[str, str]:
-    """Where one run lands against n >= 2 runs of another setting (the one rule for n = 1 against seeds): how far
-    from their mean in their seed std ("1.23 times"), and "inside" or "outside" their range. Nothing is tested."""
-    if len(seeds) < 2:
-        raise ValueError(f"need two runs or more to have a spread; found {len(seeds)}.")
-    s = pd.Series(seeds)
-    return (f"{abs(value - s.mean()) / s.std():.2f} times",
-            "inside" if min(seeds) <= value <= max(seeds) else "outside")
-
-
 def width_effect(src) -> str:
     """``width_effect.csv`` as a table: FashionMNIST accuracy at each (eps, width, precision) beside the paper's
     full-width value."""

@@ -1,7 +1,7 @@
 """The generated blocks of the README and of ``docs/`` (see :mod:`dirdp.report.readme`): each function here makes one
 block, a table (or a single value) of one profile's result files, and nothing in a block is typed by hand. The
 README's own blocks are in :mod:`dirdp.report.readme_front`, the campaign's in :mod:`dirdp.report.readme_campaign`,
-the audit's in :mod:`dirdp.report.readme_audit` and :mod:`dirdp.report.readme_audit_models`.
+the audit's in :mod:`dirdp.report.readme_audit`.
 
 Formats: accuracies to 2 decimals, mean +- sample std over seeds with n beside it (n = 1: no std), epsilons as the
 files give them, wall times in minutes.
@@ -220,7 +220,6 @@ def bench(src: Sources) -> str:
 def builders() -> dict:
     """Block name -> (function making its text, the files it reads)."""
     from dirdp.report import readme_audit as audit
-    from dirdp.report import readme_audit_models as models
     from dirdp.report import readme_campaign as campaign
     from dirdp.report import readme_front as front
     r = "results/{p}"
@@ -237,9 +236,9 @@ def builders() -> dict:
         "dpsgd-inception": (dpsgd_inception, f"results/runs/{{p}}/fashionmnist/, {r}/table4_fashionmnist.csv"),
         "bench": (bench, f"{r}/bench_baselines.json"),
         "audit-reconstruction": (audit.reconstruction, f"{r}/audit_reconstruction.csv"),
-        "audit-canary": (audit.canary, f"{r}/audit_canary.csv, {r}/notebooks/audit_privacy.ipynb"),
-        "audit-membership": (audit.membership, f"{r}/audit_membership.csv, {r}/audit_released_models.csv"),
-        "audit-membership-learned": (models.membership_learned, f"{r}/audit_released_models.csv, results/runs/{{p}}/"),
-        "audit-subspace": (models.subspace, f"{r}/audit_subspace.csv"),
-        "audit-batchnorm": (models.batchnorm, f"{r}/audit_batchnorm.csv, results/runs/{{p}}/mnist/"),
+        "audit-canary": (audit.canary, f"{r}/audit_canary.csv"),
+        "audit-membership": (audit.membership, f"{r}/audit_membership.csv"),
+        "audit-membership-learned": (audit.membership_learned, f"{r}/audit_released_models.csv, results/runs/{{p}}/"),
+        "audit-subspace": (audit.subspace, f"{r}/audit_subspace.csv"),
+        "audit-batchnorm": (audit.batchnorm, f"{r}/audit_batchnorm.csv"),
     }
