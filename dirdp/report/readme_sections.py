@@ -135,7 +135,7 @@ def appendix_c1(src: Sources) -> str:
 
 def runs_alg1(src: Sources) -> str:
     out = ["| data set | eps | width | r* | certified eps | test acc. ours | paper (full width) | ours - paper | status "
-           "(test) | wall time per run | seeds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "(95% CI) | wall time per run | seeds |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for ds, table in TABLES.items():
         t = src.csv(table)
         rows = t[(t.method == "Algorithm 1") & (t.label == "run here")].sort_values(["eps", "width"])
@@ -145,7 +145,8 @@ def runs_alg1(src: Sources) -> str:
             precision = getattr(row, "precision", None)
             precision = "fp32" if precision is None or pd.isna(precision) else precision
             runs = src.runs_of("alg1", dataset=ds, eps=row.eps, width=row.width, norm=norm, precision=precision)
-            test = "" if pd.isna(row.test) else f" ({row.test})".replace("|", "\\|")  # |diff| in a table cell
+            lo = getattr(row, "ci_low", None)
+            test = "" if lo is None or pd.isna(lo) else f" (95% CI [{lo:+.2f}, {row.ci_high:+.2f}], {row.interval})"
             out.append(
                 f"| {NAMES[ds]} | {fmt_eps(row.eps)} | {row.width:g}x{', GroupNorm' if norm == 'group' else ''}"
                 f"{', bf16' if precision == 'bf16' else ''} | "
