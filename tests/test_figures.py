@@ -54,14 +54,14 @@ def test_table9_keeps_q_and_figure2_shows_alpha_and_the_learning_rate(tmp_path):
     _, lines = index._object_section("table9_sampling_rate", t9, "cpu")
     text = "\n".join(lines)
     for q in ("0.001", "0.01", "0.02", "0.04"):
-        assert f"Algorithm 1 eps=4, q={q}" in text
+        assert f"Algorithm 1 eps=4 q={q}" in text
     fig2 = report.object_table(get_object("fig2_learning_rate_vs_alpha"), prof, runs_root=str(tmp_path))
     cells = fig2[fig2.label != "paper, cited"]
     assert len(cells) == 105 and cells.alpha.notna().all() and cells.lr.notna().all() and (cells.eps == 1.0).all()
     row, lines = index._object_section("fig2_learning_rate_vs_alpha", fig2, "cpu")
     text = "\n".join(lines)
     assert "eps=nan" not in text and "105 cells" in row
-    assert "Algorithm 1 eps=1, alpha=0.1, lr=0.01/0.025/0.05/0.075/0.1/0.2/0.3/0.4/0.5/0.75/1" in text
+    assert "Algorithm 1 eps=1 alpha=0.1 lr=0.01/0.025/0.05/0.075/0.1/0.2/0.3/0.4/0.5/0.75/1, Algorithm 1" in text
 
 
 def test_the_index_lists_every_figure_with_the_notebook_that_draws_it(tmp_path):

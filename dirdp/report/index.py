@@ -124,13 +124,13 @@ def _text(value) -> str:
 
 
 def _listed(rows: pd.DataFrame) -> list[str]:
-    """The cells of ``rows`` as the index lists them (method, eps, and q or alpha where the object varies them); the
-    learning rates of one (method, eps, alpha) joined (Figure 2's grid: 105 cells)."""
+    """The cells of ``rows`` as the index lists them, comma-free (the list is comma-separated): method, eps, and q or
+    alpha where the object varies them; the learning rates of one (method, eps, alpha) joined (Figure 2's grid)."""
     out = {}
     for r in rows.itertuples():
-        head = ", ".join(p for p in _cell(r).split(", ") if not p.startswith("lr="))
+        head = " ".join(p for p in _cell(r).split(", ") if not p.startswith("lr="))
         out.setdefault(f"{r.method} {head}", []).extend([] if pd.isna(r.lr) else [f"{r.lr:g}"])
-    return [k + (f", lr={'/'.join(v)}" if v else "") for k, v in out.items()]
+    return [k + (f" lr={'/'.join(v)}" if v else "") for k, v in out.items()]
 
 
 def _cells(n: int) -> str:
