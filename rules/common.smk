@@ -155,7 +155,8 @@ FIXED_TARGETS = [f"{RES}/table6.csv", f"{RES}/table7.csv", f"{FIG}/h_of_r.pdf", 
                  f"{FIG}/theorem11_kappa_variance.pdf", f"{NB}/explore_kappa.ipynb", f"{RES}/runs_summary.csv",
                  f"{FIG}/runs_accuracy_curves.pdf", f"{RES}/baselines_comparison.csv", f"{RES}/audit_canary.csv",
                  f"{RES}/audit_released_models.csv", f"{RES}/width_effect.csv", f"{FIG}/width_effect.pdf",
-                 f"{RES}/audit_subspace.csv", f"{FIG}/audit_subspace_residuals.pdf"]
+                 f"{RES}/audit_subspace.csv", f"{FIG}/audit_subspace_residuals.pdf", f"{RES}/headline_cells.csv",
+                 f"{FIG}/headline.pdf"]
 # The BatchNorm audit reads the profile's released MNIST eps = 1 model (seed 0) and its --norm group twin where the
 # profile trains one: it runs where the profile trains the first.
 BN_RELEASED = Run("mnist", 1.0, 0).path(PROFILE.name)

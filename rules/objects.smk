@@ -1,5 +1,6 @@
 """The paper's tables and figures that come from training runs: one notebook job per paper object
-(dirdp.experiments.OBJECTS), the baselines comparison, the width effect and the summary of every run."""
+(dirdp.experiments.OBJECTS), the baselines comparison, the width effect, the summary of every run and the headline
+figure (every cell beside the paper, the privacy claim beside the audit)."""
 
 
 for _name in OBJECTS:
@@ -149,6 +150,45 @@ rule runs_summary:
         f"{NB_LOGS}/runs_summary.log",
     params:
         cmd=papermill("runs_summary", {"runs_dir": f"results/runs/{PROFILE.name}"}),
+    conda:
+        ENV
+    shell:
+        "{params.cmd}"
+
+
+rule headline:
+    """The headline figure: every paper cell run here as ours - paper with its 95% interval and verdict (left), each
+    audited model's claimed epsilon against its audited lower bound (right); headline_cells.csv is the README's
+    table of the cells, headline_audit.csv every point of the right panel."""
+    input:
+        deps(
+            "notebooks/headline.ipynb",
+            REPORT,
+            sources("dirdp/report/headline.py", "dirdp/report/headline_plot.py"),
+            run_inputs(sorted({p for o in OBJECTS.values() if o.paper_object is None
+                               for p in profile_run_paths(o, PROFILE)})),
+            f"{RES}/audit_canary.csv",
+            f"{RES}/audit_subspace.csv",
+            BN_TARGETS[:1],
+        ),
+    output:
+        *report_outputs(
+            [
+                f"{RES}/headline_cells.csv",
+                f"{RES}/headline_audit.csv",
+                f"{FIG}/headline.png",
+                f"{FIG}/headline.pdf",
+                f"{NB}/headline.ipynb",
+            ],
+            "headline",
+            BEYOND,
+            "Headline",
+            "the headline: accuracy and privacy",
+        ),
+    log:
+        f"{NB_LOGS}/headline.log",
+    params:
+        cmd=papermill("headline", {"config": PROFILE_PARAM, "runs_root": "results/runs"}),
     conda:
         ENV
     shell:

@@ -17,8 +17,9 @@ rule index:
             f"{RES}/audit_subspace.csv",
             BN_TARGETS[:1],
             f"{RES}/width_effect.csv",
+            f"{RES}/headline_cells.csv",
             f"{RES}/table7_high_orders.csv",
-            sources("dirdp/report/index.py", "dirdp/report/index_audit.py"),
+            sources("dirdp/report/index.py", "dirdp/report/index_audit.py", "dirdp/report/index_figures.py"),
         ),
     output:
         report_outputs([f"{RES}/README.md"], "index", INDEX, "Index", "every object"),

@@ -282,7 +282,7 @@ def test_tables_plans_exactly_what_reads_the_runs_that_landed():
     assert proc.returncode == 0, proc.stderr[-3000:]
     planned = {m[1] for m in re.finditer(r"^(\w+)\s+1$", proc.stdout, re.M)}
     assert planned == {"table4_fashionmnist", "width_effect", "runs_summary", "baselines_comparison",
-                       "audit_released_models", "index", "all"}, proc.stdout
+                       "audit_released_models", "headline", "index", "all"}, proc.stdout
     assert "checkout" not in subprocess.run(["git", "worktree", "list"], cwd=REPO, capture_output=True,
                                             text=True).stdout  # the checkout is gone
 

@@ -2,10 +2,12 @@
 
 - :mod:`dirdp.report.runs`: the one reader of a run's result JSON (:func:`read_run`), the runs summary
   (:func:`collect`) and the accuracy curves (:func:`curves`);
-- :mod:`dirdp.report.compare`: the paper's value for a cell, the status of ours beside it, Welch's t-test;
+- :mod:`dirdp.report.compare`: the paper's value for a cell, ours - paper with its 95% interval and the verdict;
 - :mod:`dirdp.report.objects`: the tidy table of a paper object (:func:`object_table`) and its text (:func:`show`);
 - :mod:`dirdp.report.plots`: the accuracy-against-eps panel several notebooks draw (:func:`draw_accuracy`);
 - :mod:`dirdp.report.tables`: Tables 6 and 7 (r*) recomputed with the accountant;
+- :mod:`dirdp.report.headline`, :mod:`dirdp.report.headline_plot`: the headline figure's two tables (every paper cell
+  run here; the claimed epsilon against the audit) and its drawing;
 - :mod:`dirdp.report.index`: ``results/<profile>/README.md`` and the top index ``results/README.md`` (``python -m dirdp index``).
 
 What is particular to one table or figure (its columns, its drawing) is in its notebook under ``notebooks/``.
@@ -13,8 +15,7 @@ Every epsilon is parsed by :func:`dirdp.protocol.parse_eps` and printed by :func
 """
 
 from dirdp.report import index, tables
-from dirdp.report.compare import PAPER_SEEDS, SPREAD, WELCH_ALPHA, welch
-from dirdp.report.compare import _comparison, _paper_cell, _status  # noqa: F401  (report._status: tests)
+from dirdp.report.compare import LEVEL, MARGIN, PAPER_SEEDS, diff_interval, estimate, status, verdict, welch_interval
 from dirdp.report.index import write_index
 from dirdp.report.objects import (CONFIG_DIR, COLUMNS, MODEL_NAMES, SHOW_COLUMNS, object_table, paper_model,
                                   profile_run_paths, show)
@@ -22,7 +23,7 @@ from dirdp.report.plots import METHOD_COLOR, WIDTH_STYLE, draw_accuracy, eps_x, 
 from dirdp.report.runs import MAIN_TABLE, collect, curves, read_run, run_files
 from dirdp.report.tables import table6, table7
 
-__all__ = ["CONFIG_DIR", "COLUMNS", "MAIN_TABLE", "METHOD_COLOR", "MODEL_NAMES", "PAPER_SEEDS", "SHOW_COLUMNS", "SPREAD",
-           "WELCH_ALPHA", "WIDTH_STYLE", "collect", "curves", "draw_accuracy", "eps_x", "figure", "index",
-           "object_table", "paper_model", "profile_run_paths", "read_run", "run_files", "set_style", "show", "table6", "table7",
-           "tables", "welch", "write_index"]
+__all__ = ["CONFIG_DIR", "COLUMNS", "LEVEL", "MAIN_TABLE", "MARGIN", "METHOD_COLOR", "MODEL_NAMES", "PAPER_SEEDS",
+           "SHOW_COLUMNS", "WIDTH_STYLE", "collect", "curves", "diff_interval", "draw_accuracy", "eps_x", "estimate",
+           "figure", "index", "object_table", "paper_model", "profile_run_paths", "read_run", "run_files", "set_style",
+           "show", "status", "table6", "table7", "tables", "verdict", "welch_interval", "write_index"]

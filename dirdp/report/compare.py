@@ -1,18 +1,21 @@
-"""One cell made here beside the paper's: the paper's value for the cell, the status, and the test behind it.
+"""One cell made here beside the paper's: the paper's value for the cell, and ours - paper as an estimate.
 
-A cell made here is the mean over its seeds (std with ddof = 1 when n >= 2), one row per model width.
-Its status compares it with the paper's "This work" value for the same cell (mean and std over the
-paper's 5 seeds); the ``test`` column says which comparison was made:
+A cell made here is the mean over its seeds (std with ddof = 1 when n >= 2), one row per model width and precision.
+It is compared with the paper's "This work" value for the same cell (mean and std over the paper's 5 seeds) by
+one rule, :func:`estimate`: the difference ours - paper with its 95% confidence interval, and a verdict only where
+that interval decides it against a stated margin (:data:`MARGIN` accuracy points):
 
-- one run (n = 1): "within the paper's spread" when |ours - paper| <= 2 x the paper's std (a prediction
-  interval for one run), else "differs";
-- a mean over n >= 2 seeds: Welch's t-test of the two means with both spreads (ours: std over our n
-  seeds; the paper's: its std over 5 seeds): "consistent with the paper" when p >= 0.05, else "differs";
-- "no spread printed": the paper prints no std for the cell (its eps = inf columns): see diff;
-- "not comparable (reduced protocol)": the run used fewer steps, another q or a training subset;
-- "not run here (...)": with the reason (:func:`dirdp.report.objects._not_run`).
+- the interval (:func:`diff_interval`): for a mean over n >= 2 seeds, Welch's, with both spreads (ours: std over
+  our n seeds; the paper's: its std over its 5) and Welch-Satterthwaite degrees of freedom; for one run (n = 1),
+  the paper's spread only ("paper spread only (n = 1)"): ours - paper +- t(0.975, 4) x paper std x sqrt(1 + 1/5),
+  the prediction interval of one more run drawn with the paper's spread; none where the paper prints no std (its
+  eps = inf columns);
+- the verdict (:func:`verdict`): "within 1 point of the paper" when the whole interval lies within +-1; "below the
+  paper" / "above the paper" when it excludes 0 on that side (both at once: "below the paper, within 1 point");
+  otherwise "undecided (n = ...)", our number of seeds: the interval is too wide to say.
 
-Runs at reduced width say so in their status.
+The status of a row (:func:`status`) is its verdict, or why there is none ("no spread printed", "not comparable
+(reduced protocol)", "no value printed in the paper"), and says so when the run is at reduced width.
 """
 
 from __future__ import annotations
@@ -22,36 +25,96 @@ import math
 import numpy as np
 import pandas as pd
 
-SPREAD = 2.0  # paper std multiples that count as "within the paper's spread"
 PAPER_SEEDS = 5  # the paper's tables are means +- std over 5 seeds (Section 4.1.2)
-WELCH_ALPHA = 0.05
+LEVEL = 0.95  # the confidence level of every interval
+MARGIN = 1.0  # accuracy points: "within 1 point of the paper"
+PAPER_SPREAD_ONLY = "paper spread only (n = 1)"
 
 
-def welch(mean: float, std: float, n: int, paper_mean: float, paper_std: float,
-          paper_n: int = PAPER_SEEDS) -> tuple[float, float, float]:
-    """Welch's t-test of two means from their summaries: (t, degrees of freedom, two-sided p)."""
+def _t(level: float, df: float) -> float:
     from scipy import stats
 
-    va, vb = std**2 / n, paper_std**2 / paper_n
-    t = (mean - paper_mean) / math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (paper_n - 1))
-    return t, df, float(2 * stats.t.sf(abs(t), df))
+    return float(stats.t.ppf(0.5 + level / 2, df)) if math.isfinite(df) else float(stats.norm.ppf(0.5 + level / 2))
 
 
-def welch_interval(a, b, level: float = 0.95) -> dict:
+def welch_from_stats(mean_a: float, std_a: float, n_a: int, mean_b: float, std_b: float, n_b: int,
+                     level: float = LEVEL) -> dict:
+    """mean_a - mean_b with its Welch confidence interval at ``level`` from the two samples' summaries (mean, std
+    with ddof = 1, n >= 2 each): diff, lo, hi, df (Welch-Satterthwaite; inf when both spreads are 0)."""
+    if n_a < 2 or n_b < 2:
+        raise ValueError(f"Welch's interval needs n >= 2 in each sample. Found n = {n_a} and {n_b}.")
+    va, vb = std_a**2 / n_a, std_b**2 / n_b
+    df = (va + vb) ** 2 / (va**2 / (n_a - 1) + vb**2 / (n_b - 1)) if va + vb > 0 else math.inf
+    diff = float(mean_a - mean_b)
+    half = _t(level, df) * math.sqrt(va + vb)
+    return dict(diff=diff, lo=diff - half, hi=diff + half, df=float(df))
+
+
+def welch_interval(a, b, level: float = LEVEL) -> dict:
     """mean(a) - mean(b) with its Welch confidence interval at ``level`` (both samples' own spreads, Welch-
     Satterthwaite degrees of freedom): diff, lo, hi, df, n_a, n_b; lo and hi None when either sample has n < 2."""
-    from scipy import stats
-
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     out = dict(diff=float(a.mean() - b.mean()) if len(a) and len(b) else None, lo=None, hi=None, df=None,
                n_a=len(a), n_b=len(b))
     if len(a) < 2 or len(b) < 2:
         return out
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if va + vb > 0 else math.inf
-    half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(va + vb)
-    return dict(out, lo=out["diff"] - half, hi=out["diff"] + half, df=float(df))
+    return dict(out, **welch_from_stats(a.mean(), a.std(ddof=1), len(a), b.mean(), b.std(ddof=1), len(b), level))
+
+
+def diff_interval(mean: float, std: float | None, n: int, paper: float, paper_std: float | None,
+                  paper_n: int = PAPER_SEEDS, level: float = LEVEL) -> dict:
+    """ours - paper with its confidence interval at ``level``: diff, lo, hi (None: no interval) and ``interval``,
+    how it was made: "Welch (df = ...)" for a mean over n >= 2 seeds, :data:`PAPER_SPREAD_ONLY` for one run,
+    "none (the paper prints no spread)" where the paper prints no std."""
+    diff = float(mean - paper)
+    if paper_std is None or pd.isna(paper_std):
+        return dict(diff=diff, lo=None, hi=None, interval="none (the paper prints no spread)")
+    if n >= 2 and std is not None and not pd.isna(std):
+        w = welch_from_stats(mean, std, n, paper, paper_std, paper_n, level)
+        return dict(diff=diff, lo=w["lo"], hi=w["hi"], interval=f"Welch (df = {w['df']:.1f})")
+    half = _t(level, paper_n - 1) * paper_std * math.sqrt(1 + 1 / paper_n)
+    return dict(diff=diff, lo=diff - half, hi=diff + half, interval=PAPER_SPREAD_ONLY)
+
+
+def verdict(lo: float | None, hi: float | None, n: int, margin: float = MARGIN) -> str | None:
+    """What the interval [lo, hi] of ours - paper decides against ``margin`` (accuracy points); None without one."""
+    if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
+        return None
+    within = -margin <= lo and hi <= margin
+    side = "below" if hi < 0 else "above" if lo > 0 else None
+    if within and side:
+        return f"{side} the paper, within {margin:g} point{'s' * (margin != 1)}"
+    if within:
+        return f"within {margin:g} point{'s' * (margin != 1)} of the paper"
+    if side:
+        return f"{side} the paper"
+    return f"undecided (n = {n})"
+
+
+def estimate(mean: float, std: float | None, n: int, paper: float | None, paper_std: float | None) -> dict:
+    """The comparison of one cell (the rule of this module): diff, ci_low, ci_high, interval, verdict (None where
+    the paper prints no value, or no spread)."""
+    if paper is None or pd.isna(paper):
+        return dict(diff=None, ci_low=None, ci_high=None, interval=None, verdict=None)
+    ci = diff_interval(mean, std, n, paper, paper_std)
+    return dict(diff=_round(ci["diff"]), ci_low=_round(ci["lo"]), ci_high=_round(ci["hi"]), interval=ci["interval"],
+                verdict=verdict(ci["lo"], ci["hi"], n))
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def status(row: dict, reduced_width: bool, reduced_protocol: bool) -> str:
+    """The status of a cell made here (``row``: paper, paper_std, verdict): its verdict, or why it has none."""
+    if row.get("paper") is None or pd.isna(row["paper"]):
+        return "no value printed in the paper"
+    if reduced_protocol:
+        return "not comparable (reduced protocol)"
+    suffix = " (reduced width)" if reduced_width else ""
+    if row.get("verdict") is None:
+        return "no spread printed" + suffix
+    return row["verdict"] + suffix
 
 
 def _paper_cell(printed: pd.DataFrame, row: dict) -> tuple[float | None, float | None, str | None]:
@@ -64,29 +127,3 @@ def _paper_cell(printed: pd.DataFrame, row: dict) -> tuple[float | None, float |
         return None, None, None
     std = sel["std"].iloc[0]
     return float(sel.accuracy.iloc[0]), None if pd.isna(std) else float(std), sel.source.iloc[0]
-
-
-def _status(row: dict, reduced_width: bool, reduced_protocol: bool) -> str:
-    """The status of a cell made here (``row``: paper, paper_std, diff; mean, std and n for a mean over seeds)."""
-    if row["paper"] is None:
-        return "no value printed in the paper"
-    if reduced_protocol:
-        return "not comparable (reduced protocol)"
-    suffix = " (reduced width)" if reduced_width else ""
-    if row["paper_std"] is None:
-        return "no spread printed" + suffix
-    if (row.get("n") or 1) >= 2 and row.get("std"):  # a mean over seeds: Welch's t-test with both spreads
-        p = welch(row["mean"], row["std"], row["n"], row["paper"], row["paper_std"])[2]
-        return ("consistent with the paper" if p >= WELCH_ALPHA else "differs") + suffix
-    within = abs(row["diff"]) <= SPREAD * row["paper_std"]
-    return ("within the paper's spread" if within else "differs") + suffix
-
-
-def _comparison(row: dict) -> tuple[str | None, float | None]:
-    """Which comparison the status rests on, in words, and its p-value (Welch only)."""
-    if row.get("paper") is None or row.get("paper_std") is None or row["status"].startswith("not comparable"):
-        return None, None
-    if (row.get("n") or 1) < 2 or not row.get("std"):
-        return f"one run: |diff| <= {SPREAD:g} x paper std ({SPREAD * row['paper_std']:.2f})", None
-    t, df, p = welch(row["mean"], row["std"], row["n"], row["paper"], row["paper_std"])
-    return f"Welch t = {t:.2f}, df = {df:.1f}, p = {p:.3g} (ours n = {row['n']}, paper n = {PAPER_SEEDS})", round(p, 5)

@@ -1,8 +1,9 @@
 """The tidy table of one paper object: every cell of its grid made here (one row per model width) beside the
 paper's printed value, then the numbers the paper cites from other work, never mixed with ours.
 
-The status of a row and the test behind it are :mod:`dirdp.report.compare`'s; what each notebook prints of the
-table (its columns) is in the notebook, through :func:`show`.
+The comparison of a row (ours - paper with its 95% interval, the verdict, the status) is
+:mod:`dirdp.report.compare`'s; what each notebook prints of the table (its columns) is in the notebook, through
+:func:`show`.
 """
 
 from __future__ import annotations
@@ -17,16 +18,16 @@ from dirdp.data import missing_files
 from dirdp.experiments import METHODS, PaperObject, Profile
 from dirdp.presets import get_preset
 from dirdp.protocol import fmt_eps, parse_eps
-from dirdp.report.compare import _comparison, _paper_cell, _status
+from dirdp.report.compare import _paper_cell, estimate, status
 from dirdp.report.runs import read_run
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "ResNet-9", "papernot_cnn": "CNN"}
 COLUMNS = ["object", "dataset", "metric", "method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr",
-           "width", "norm", "precision", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "status", "test", "p_value", "setting",
-           "certified_eps", "rstar", "source", "runs"]
+           "width", "norm", "precision", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "ci_low", "ci_high",
+           "interval", "verdict", "status", "setting", "certified_eps", "rstar", "source", "runs"]
 SHOW_COLUMNS = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
-                "paper", "paper_std", "diff", "status"]
+                "paper", "paper_std", "diff", "ci_low", "ci_high", "status"]
 
 
 def _keys(obj: PaperObject) -> list[str]:
@@ -68,9 +69,11 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
 
     # every cell of the grid: the profile's, or (when it trains none) the paper's own
     cells = {tuple(getattr(r, k) for k in keys) for r in expected}
-    if obj.axis != "lr":  # the paper's own cells too, its DP-SGD baseline included (no numbers for Figure 2)
+    if obj.axis != "lr":  # the paper's own cells too, its DP-SGD baseline included
         key = {v: k for k, v in METHODS.items()}
         cells |= {(key[row.method], row.eps, row.q)[: len(keys)] for row in mine.itertuples()}
+    else:  # Figure 2 prints no numbers: its cells are the paper's grid of (alpha, learning rate)
+        cells |= {tuple(getattr(r, k) for k in keys) for r in obj.runs(seeds=1)}
     rows = []
     for cell in sorted(cells):
         sel = dict(zip(keys, cell))
@@ -102,15 +105,15 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
                        + (", bf16" if prec == "bf16" else ""),
                        certified_eps=at.certified_eps.max(), rstar=first.rstar,
                        runs=" ".join(sorted(set(at.profile))))
-            row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
-            row["status"] = _status(row, width != 1.0, first.protocol != "paper protocol")
+            reduced_protocol = first.protocol != "paper protocol"
+            if reduced_protocol:  # ours - paper, but no interval or verdict: not the paper's experiment
+                row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
+            else:
+                row.update(estimate(row["mean"], row["std"], row["n"], ref[0], ref[1]))
+            row["status"] = status(row, width != 1.0, reduced_protocol)
             if other_norm:
                 row["status"] += " (GroupNorm, not the paper's model)"
-            row["test"], row["p_value"] = _comparison(row)
             rows.append(row)
-    if not rows:  # Figure 2 outside its profile: one row that says so
-        rows.append(dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS["alg1"], model=model,
-                         label="not run", n=0, status=_not_run(obj, profile, False)))
     for c in printed[printed.label == "paper, cited"].itertuples():
         rows.append(dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=c.method, model=c.model,
                          label="paper, cited", eps=c.eps, eps_reported=c.eps_reported, q=None, paper=c.accuracy,

@@ -13,7 +13,8 @@ import pandas as pd
 from dirdp.experiments import METHODS, PaperObject
 from dirdp.protocol import fmt_eps
 
-WIDTH_STYLE = ["o-", "s--", "^:"]  # ours at the widest width run, the next, the next
+WIDTH_STYLE = ["o-", "s-", "^-", "D-"]  # ours (always solid): the widest width run, the next, ...; the paper: dashed
+DODGE = 1.03  # ours: each line's points drawn at x times DODGE**k (k centred on 0), so that none hides another
 METHOD_COLOR = {"Algorithm 1": 0, "DP-SGD": 1, "Tempered sigmoid DP-SGD": 2, "LATENT": 3, "DPNAS": 4,
                 "Gaussian penultimate layer": 5, "Equivariant DP-SGD": 6}  # tab10 indices
 INF_AT = 1.6  # eps = inf is drawn at this multiple of the largest finite eps
@@ -31,18 +32,22 @@ def eps_x(eps: pd.Series, finite_max: float) -> pd.Series:
     return eps.map(lambda e: finite_max * INF_AT if math.isinf(e) else e)
 
 
-def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "", *, x: str = "eps") -> None:
+def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "", *, x: str = "eps",
+                  legend: str = "right") -> None:
     """One panel of ``obj``'s table (:func:`dirdp.report.object_table`) against ``x`` ("eps" or "q"): the paper's
-    values (dashed, band = one std), ours (markers, error bars = one std over seeds; one line per model width, the
-    widest solid) and the numbers the paper cites (open squares), one colour per method in every figure. With
-    x = "eps" the axis is log-scaled with inf drawn right of the largest finite eps; any other x axis is the
-    caller's to scale and label."""
+    values (dashed line, no markers, band = one std), ours (solid lines, filled markers, error bars = one std over
+    seeds; one line per model width, norm and precision, each marker its own shape, the lines' points dodged
+    sideways by :data:`DODGE` so that none hides another) and the numbers the paper cites (open squares), one
+    colour per method in every figure. The legend sits outside the axes (``legend``: "right" or "below"; None:
+    none), so it covers no point. With x = "eps" the axis is log-scaled with inf drawn right of the largest finite
+    eps; any other x axis (log-scaled, as q) is the caller's to scale and label."""
     import seaborn as sns
 
     finite = [e for e in table.eps.dropna() if math.isfinite(e)] or [1.0]
     xmax = max(finite + [e for e in table.eps_reported.dropna() if math.isfinite(e)])
     palette = sns.color_palette("tab10")
     methods = list(dict.fromkeys(table.method))
+    slots = [(m, key) for m in methods for key in _lines(table[(table.method == m) & (table.label == "run here")])]
     for i, m in enumerate(methods):
         color = palette[METHOD_COLOR.get(m, 5 + i) % 10]
         paper_rows = table[(table.method == m) & table.paper.notna() & (table.label != "paper, cited")]
@@ -51,21 +56,18 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
             px = eps_x(p.eps, xmax) if x == "eps" else p[x]
             ax.plot(px, p.paper, "--", color=color, label=f"{m} (paper)")
             ax.fill_between(px, p.paper - p.paper_std.fillna(0), p.paper + p.paper_std.fillna(0), color=color, alpha=0.15)
-        ours = table[(table.method == m) & (table.label == "run here")]
-        if "norm" in ours:  # Algorithm 1 with GroupNorm (an option here) is its own line
-            ours = ours.assign(norm=ours.norm.fillna("batch"))
-        else:
-            ours = ours.assign(norm="batch")
+        ours = _with_keys(table[(table.method == m) & (table.label == "run here")])
         widths = sorted(ours.width.dropna().unique(), reverse=True)
-        lines = sorted({(w, n) for w, n in zip(ours.width, ours.norm) if not pd.isna(w)}, key=lambda k: (-k[0], k[1]))
-        for j, (w, norm) in enumerate(lines):  # one line per model width: full width solid, reduced ones lighter
-            at = ours[(ours.width == w) & (ours.norm == norm)].sort_values(x)
-            ox = eps_x(at.eps, xmax) if x == "eps" else at[x]
+        for j, (w, norm, prec) in enumerate(_lines(ours)):  # one line per width, norm and precision, all solid
+            at = ours[(ours.width == w) & (ours.norm == norm) & (ours.precision == prec)].sort_values(x)
+            shift = DODGE ** (slots.index((m, (w, norm, prec))) - (len(slots) - 1) / 2)
+            ox = (eps_x(at.eps, xmax) if x == "eps" else at[x]) * shift
             gn = ", GroupNorm" if norm == "group" and m == METHODS["alg1"] else ""
+            gn += ", bf16" if prec == "bf16" else ""
             what = ("; eps is local DP per record" if m == "LATENT" else
                     gn if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width{gn}")
-            ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 2)],
-                        color=color, capsize=3, alpha=1.0 if j == 0 else 0.75, label=f"{m} (run here{what})")
+            ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 3)],
+                        color=color, capsize=3, alpha=1.0 if j == 0 else 0.8, label=f"{m} (run here{what})")
         cited = table[(table.method == m) & (table.label == "paper, cited")]
         for c in cited.itertuples():
             e = c.eps_reported if not pd.isna(c.eps_reported) else c.eps
@@ -81,7 +83,24 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
         ax.set_xlabel("epsilon (delta = 1e-5)")
     ax.set_ylabel(f"{obj.metric} accuracy (%)")
     ax.set_title(f"{obj.title}: {obj.dataset}" + (f"\n{title_note}" if title_note else ""), fontsize=10)
-    ax.legend(fontsize=7, loc="lower right")
+    if legend == "right":
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    elif legend == "below":
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0, ncol=2)
+
+
+def _with_keys(ours: pd.DataFrame) -> pd.DataFrame:
+    """``ours`` with norm and precision filled (a CSV made before they were recorded: BatchNorm, fp32)."""
+    return ours.assign(norm=ours.norm.fillna("batch") if "norm" in ours else "batch",
+                       precision=ours.precision.fillna("fp32") if "precision" in ours else "fp32")
+
+
+def _lines(ours: pd.DataFrame) -> list[tuple]:
+    """The lines of one method's rows made here: (width, norm, precision), the widest first, BatchNorm before
+    GroupNorm, fp32 before bf16."""
+    ours = _with_keys(ours)
+    keys = {(w, n, p) for w, n, p in zip(ours.width, ours.norm, ours.precision) if not pd.isna(w)}
+    return sorted(keys, key=lambda k: (-k[0], k[1], k[2] != "fp32"))
 
 
 def figure(obj: PaperObject, table: pd.DataFrame, *, title_note: str = ""):
@@ -92,7 +111,7 @@ def figure(obj: PaperObject, table: pd.DataFrame, *, title_note: str = ""):
     if obj.axis != "eps":
         raise ValueError(f"{obj.name} varies {obj.axis}, not eps: its figure is drawn in notebooks/{obj.name}.ipynb.")
     set_style()
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    fig, ax = plt.subplots(figsize=(9.6, 4.2))
     draw_accuracy(ax, obj, table, title_note)
     fig.tight_layout()
     return fig

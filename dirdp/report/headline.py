@@ -1,0 +1,95 @@
+"""The headline figure (``figures/<profile>/headline.png``, notebooks/headline.ipynb) and its two tables.
+
+Left, :func:`headline_cells`: every cell of the paper run here (object x method x eps x width x precision, the paper's
+own models only), ours - paper with its 95% interval and the verdict of :func:`dirdp.report.compare.estimate`, the
+same rule as the objects' tables (whose rows these are). Right, :func:`audit_points`: for each audited model the
+claimed epsilon against the audited 95% lower bound, and the exact bound where the audit computes one, read from the
+audit CSVs; a row with no finite claim for its own neighbouring relation is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from dirdp import provenance
+from dirdp.report.compare import MARGIN, PAPER_SEEDS
+from dirdp.report.objects import paper_model
+
+CELL_COLUMNS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
+                "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "verdict"]
+AUDIT_COLUMNS = ["audit", "method", "model", "setting", "q", "T", "adjacency", "adversary_sees", "claimed_eps",
+                 "eps_lower_bound", "eps_exact_bound", "source"]
+SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics
+
+
+def headline_cells(tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """One row per paper cell run here, from the objects' tables (:func:`dirdp.report.object_table`): the rows made
+    here with the paper's model and protocol beside a value the paper prints. Columns: :data:`CELL_COLUMNS`."""
+    rows = []
+    for t in tables:
+        here = paper_model(t[(t.label == "run here") & t.paper.notna()])
+        here = here[~here.status.str.startswith("not comparable")]
+        for r in here.itertuples():
+            rows.append(dict(object=r.object, dataset=r.dataset, method=r.method, eps=r.eps, width=r.width,
+                             precision=getattr(r, "precision", None) or "fp32", n=int(r.n), ours_mean=r.mean,
+                             ours_std=r.std, paper_mean=r.paper, paper_std=r.paper_std, paper_n=PAPER_SEEDS,
+                             diff=r.diff, ci_low=r.ci_low, ci_high=r.ci_high, interval=r.interval, verdict=r.verdict))
+    return pd.DataFrame(rows, columns=CELL_COLUMNS)
+
+
+def _claim(t: pd.DataFrame, fallback: str) -> pd.Series:
+    """The claim each audit row faces: ``matched_claim_eps`` (the claim for the row's own adjacency) where the CSV
+    has it, else ``fallback``; inf where no finite claim exists (an empty cell)."""
+    col = t["matched_claim_eps"] if "matched_claim_eps" in t else t[fallback]
+    return pd.to_numeric(col, errors="coerce").fillna(math.inf)
+
+
+def audit_points(results: str | Path) -> pd.DataFrame:
+    """The audited models of ``results`` (audit_canary.csv, audit_subspace.csv, audit_batchnorm.csv, those that
+    exist), one row per model, setting and adversary: claimed eps, 95% lower bound, and the exact bound where the
+    audit computes one for the mechanism (Algorithm 1's never-sampled bound: NaN for the others; inf: no finite eps).
+    Rows alike but for their adjacency are one row (adjacency "add/replace"); rows with no finite claim are left
+    out. Columns: :data:`AUDIT_COLUMNS`."""
+    results = Path(results)
+    parts = []
+    if (path := results / "audit_canary.csv").exists():
+        t, _ = provenance.read_csv(path)
+        sees = t["adversary_sees"] if "adversary_sees" in t else t.statistic.map(SEES).fillna("one release")
+        setting = [("one release" if m == "latent" else f"q = {q:g}, T = {int(n):,}")
+                   for m, q, n in zip(t.method, t.q, t["T"])]
+        parts.append(pd.DataFrame(dict(audit="canary", method=t.method, model=t.model, setting=setting, q=t.q, T=t["T"],
+                                       adjacency=t["adjacency"] if "adjacency" in t else "add", adversary_sees=sees,
+                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=t.eps_lower_bound,
+                                       eps_exact_bound=t.eps_exact_bound, source=path.name)))
+    if (path := results / "audit_subspace.csv").exists():
+        t, _ = provenance.read_csv(path)
+        model = t.model.str.split(" (", regex=False).str[0]  # "papernot_cnn w=1 (tanh, ...)": its name and width
+        parts.append(pd.DataFrame(dict(audit="subspace", method=t.method, model=model, setting=t.setting, q=t.q,
+                                       T=t["T"], adjacency=t.adjacency,
+                                       adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "every update",
+                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=t.eps_lower_bound,
+                                       eps_exact_bound=t.exact_bound.where(t.method == "alg1"), source=path.name)))
+    if (path := results / "audit_batchnorm.csv").exists():
+        t, _ = provenance.read_csv(path)
+        t = t[t.measure.str.startswith("running statistics")]
+        model = t.model + ", BatchNorm running statistics"
+        parts.append(pd.DataFrame(dict(audit="batchnorm", method="alg1", model=model,
+                                       setting="one step, q = 1", q=1.0, T=1, adjacency=t.adjacency,
+                                       adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "final model",
+                                       claimed_eps=_claim(t, "reference"), eps_lower_bound=t.value,
+                                       eps_exact_bound=math.nan, source=path.name)))
+    if not parts:
+        return pd.DataFrame(columns=AUDIT_COLUMNS)
+    out = pd.concat(parts, ignore_index=True)
+    out = out[out.claimed_eps.map(math.isfinite)]
+    merged = {}  # rows alike but for their adjacency: one row
+    for r in out.to_dict("records"):
+        key = tuple(str(v) for c, v in r.items() if c != "adjacency")
+        if key in merged:
+            merged[key]["adjacency"] += f"/{r['adjacency']}"
+        else:
+            merged[key] = r
+    return pd.DataFrame(list(merged.values()), columns=AUDIT_COLUMNS)

@@ -1,0 +1,89 @@
+"""Statuses as estimates (issue 35): ours - paper with its 95% interval, and a verdict only where the interval decides
+it against the margin of one accuracy point. The expected numbers are worked by hand in the comments (t quantiles from
+a table: t(0.975, 4) = 2.7764; Welch-Satterthwaite degrees of freedom written out)."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from dirdp.report import compare
+
+
+def test_one_run_uses_the_papers_spread_only():
+    # MNIST eps = 2 (the issue's first case): ours 99.13 (n = 1), the paper 99.40 +- 0.058 over 5 seeds. Half width:
+    # t(0.975, 4) x 0.058 x sqrt(1 + 1/5) = 2.7764 x 0.058 x 1.09545 = 0.17640; diff -0.27 -> [-0.4464, -0.0936].
+    ci = compare.diff_interval(99.13, None, 1, 99.40, 0.058)
+    assert ci["interval"] == "paper spread only (n = 1)"
+    assert (ci["diff"], ci["lo"], ci["hi"]) == pytest.approx((-0.27, -0.4464, -0.0936), abs=1e-4)
+    # the whole interval lies in [-1, 1] and below 0: both are said, neither is the opposite of the other
+    assert compare.verdict(ci["lo"], ci["hi"], 1) == "below the paper, within 1 point"
+
+
+def test_a_mean_of_three_with_a_wide_spread_is_undecided_not_consistent():
+    # FashionMNIST eps = 2 at 0.25x (the issue's second case): 86.69 +- 2.81 (n = 3) against 91.13 +- 0.18 (n = 5).
+    # va = 2.81^2 / 3 = 2.63203, vb = 0.18^2 / 5 = 0.00648; se = sqrt(2.63851) = 1.62435;
+    # df = 2.63851^2 / (2.63203^2 / 2 + 0.00648^2 / 4) = 2.0099; t(0.975, 2.0099) = 4.2825; half = 6.9563.
+    ci = compare.diff_interval(86.69, 2.81, 3, 91.13, 0.18)
+    assert ci["interval"] == "Welch (df = 2.0)"
+    assert (ci["lo"], ci["hi"]) == pytest.approx((-11.3963, 2.5163), abs=1e-3)
+    est = compare.estimate(86.69, 2.81, 3, 91.13, 0.18)
+    assert est["verdict"] == "undecided (n = 3)" and est["diff"] == pytest.approx(-4.44)
+    assert compare.status(dict(paper=91.13, **est), reduced_width=True, reduced_protocol=False) == \
+        "undecided (n = 3) (reduced width)"
+
+
+def test_a_mean_of_three_close_to_the_paper_is_below_it_within_the_margin():
+    # MNIST eps = 1 at 0.25x: 98.94 +- 0.15 (n = 3) against 99.37 +- 0.059. va = 0.0075, vb = 0.000696;
+    # df = 0.008196^2 / (0.0075^2 / 2 + 0.000696^2 / 4) = 2.378; t(0.975, 2.378) = 3.709; half = 0.3358.
+    est = compare.estimate(98.94, 0.15, 3, 99.37, 0.059)
+    assert (est["ci_low"], est["ci_high"]) == pytest.approx((-0.766, -0.094), abs=1e-3)
+    assert est["verdict"] == "below the paper, within 1 point"
+
+
+def test_one_run_below_the_paper_by_more_than_the_margin():
+    # FashionMNIST eps = 2 at 0.5x: 90.40 (n = 1) against 91.13 +- 0.18; half = 2.7764 x 0.18 x 1.09545 = 0.5475
+    est = compare.estimate(90.40, None, 1, 91.13, 0.18)
+    assert (est["ci_low"], est["ci_high"]) == pytest.approx((-1.2775, -0.1825), abs=1e-3)
+    assert est["verdict"] == "below the paper"
+
+
+def test_within_above_and_no_spread():
+    # 91.0 +- 0.2 over 5 against 91.13 +- 0.18: se = sqrt(0.008 + 0.00648) = 0.12033, df = 7.92, t = 2.3096
+    # -> [-0.408, 0.148]
+    assert compare.estimate(91.0, 0.2, 5, 91.13, 0.18)["verdict"] == "within 1 point of the paper"
+    # 93.0 (n = 1) against 91.13 +- 0.18: [1.3225, 2.4175], above by more than the margin
+    assert compare.estimate(93.0, None, 1, 91.13, 0.18)["verdict"] == "above the paper"
+    none = compare.estimate(99.50, None, 1, 99.51, None)  # the paper's eps = inf columns print no std
+    assert none["verdict"] is None and none["ci_low"] is None
+    assert none["interval"] == "none (the paper prints no spread)"
+    assert compare.status(dict(paper=99.51, **none), reduced_width=True, reduced_protocol=False) == \
+        "no spread printed (reduced width)"
+    assert compare.status(dict(paper=None), reduced_width=False, reduced_protocol=False) == \
+        "no value printed in the paper"
+    assert compare.status(dict(paper=99.0, verdict="x"), reduced_width=False, reduced_protocol=True) == \
+        "not comparable (reduced protocol)"
+
+
+def test_no_verdict_reads_as_the_opposite_of_its_interval():
+    ends = [-3.0, -1.0, -0.5, -0.01, 0.0, 0.01, 0.5, 1.0, 3.0]
+    for lo, hi in itertools.combinations_with_replacement(ends, 2):
+        v = compare.verdict(lo, hi, 2)
+        within, below, above = -1 <= lo and hi <= 1, hi < 0, lo > 0
+        assert ("within 1 point" in v) == within, (lo, hi, v)
+        assert v.startswith("below the paper") == below and v.startswith("above the paper") == above, (lo, hi, v)
+        assert v.startswith("undecided") == (not (within or below or above)), (lo, hi, v)
+
+
+def test_welch_interval_of_samples_matches_scipy():
+    from scipy import stats
+
+    a, b = np.array([98.1, 98.9, 99.0, 98.6]), np.array([99.3, 99.4, 99.35, 99.5, 99.3])
+    ci = compare.welch_interval(a, b)
+    want = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert (ci["lo"], ci["hi"]) == pytest.approx((want.low, want.high), rel=1e-9)
+    assert compare.welch_interval(a[:1], b)["lo"] is None  # one run: no Welch interval
+    with pytest.raises(ValueError, match="n >= 2"):
+        compare.welch_from_stats(1.0, 0.1, 1, 1.0, 0.1, 5)
+    assert math.isinf(compare.welch_from_stats(1.0, 0.0, 3, 1.0, 0.0, 5)["df"])
