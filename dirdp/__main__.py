@@ -209,6 +209,18 @@ def _bench_json(args, argv, result: dict, *, rows: list) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as err:  # a package of an extra (pip install .: the library alone): one line, exit 2
+        from dirdp.extras import missing
+
+        if (line := missing(err)) is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parse(argv)
     if args.command == "train":
         return _train(args)

@@ -38,9 +38,9 @@ PY = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployme
 ENV = "../environment.yml"
 CORE = sources("dirdp/accountant.py", "dirdp/mechanism.py", "dirdp/theory.py", "dirdp/presets.py", "dirdp/paper.py",
                "dirdp/report/tables.py", "dirdp/provenance.py")
-REPORT = sources("dirdp/report/__init__.py", "dirdp/report/runs.py", "dirdp/report/compare.py", "dirdp/report/objects.py",
-                 "dirdp/report/plots.py", "dirdp/protocol.py", "dirdp/theory.py", "dirdp/experiments.py", "dirdp/paper.py",
-                 "dirdp/paper_accuracy.csv")
+REPORT = sources("dirdp/report/__init__.py", "dirdp/report/runs.py", "dirdp/run_result.py", "dirdp/report/compare.py",
+                 "dirdp/report/objects.py", "dirdp/report/plots.py", "dirdp/protocol.py", "dirdp/theory.py",
+                 "dirdp/experiments.py", "dirdp/paper.py", "dirdp/paper_accuracy.csv")
 
 PROFILE = Profile.from_config(config)
 # Every output of a profile lives in its own folders, so that running one profile (scripts/main.sh runs quick on a

@@ -130,7 +130,7 @@ rule runs_summary:
     input:
         deps(
             "notebooks/runs_summary.ipynb",
-            sources("dirdp/report/runs.py", "dirdp/protocol.py", "dirdp/paper.py"),
+            sources("dirdp/report/runs.py", "dirdp/run_result.py", "dirdp/protocol.py", "dirdp/paper.py"),
             run_inputs(sorted(RUNS)),
         ),
     output:

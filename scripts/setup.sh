@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create ./.venv (once) and install dirdp with everything its workflow and tests need.
+# Create ./.venv (once) and install dirdp with all its extras: everything its workflow, explorer and tests need
+# (`pip install .` alone installs the library: torch, numpy, scipy, tqdm; see pyproject.toml).
 # Re-running is cheap: pip skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,4 +13,4 @@ fi
 TORCH_SPEC=${TORCH_SPEC:-"torch==2.14.1 torchvision==0.29.1"}
 .venv/bin/python -m pip install --quiet --upgrade pip
 # shellcheck disable=SC2086
-.venv/bin/python -m pip install --quiet $TORCH_SPEC -e ".[test]"
+.venv/bin/python -m pip install --quiet $TORCH_SPEC -e ".[data,baselines,workflow,explore,test]"

@@ -1,8 +1,9 @@
 """Facts about the package's shape that a reviewer can check (issue 15): no import circle among dirdp's modules
-(lazy imports inside functions included), no module much over 300 lines, no notebook generator, and the
-public API importable from the top."""
+(lazy imports inside functions included), none among its packages either (issue 36), no module much over 300 lines,
+no notebook generator, and the public API importable from the top."""
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,11 @@ def _resolve(name: str) -> str | None:
     return name or None
 
 
+# a module named in a string, as importlib.import_module loads it: dirdp's lazy API table ("dirdp.accountant") and
+# the methods registry ("dirdp.methods.alg1:ALG1")
+LAZY = re.compile(r"dirdp(\.\w+)+(:\w+)?")
+
+
 def _imports(mod: str, path: Path) -> set[str]:
     out = set()
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
@@ -40,6 +46,8 @@ def _imports(mod: str, path: Path) -> set[str]:
                 continue
             for a in node.names:  # `from dirdp.x import y`: y may be a submodule
                 out.add(_resolve(f"{base}.{a.name}"))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and LAZY.fullmatch(node.value):
+            out.add(_resolve(node.value.partition(":")[0]))  # imported by name: importlib.import_module
     return {m for m in out if m and m != mod}
 
 
@@ -64,12 +72,54 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+PACKAGES = sorted(m for m, p in MODULES.items() if p.name == "__init__.py")
+
+
 def test_no_import_circle():
-    graph = {m: _imports(m, p) for m, p in MODULES.items()}
     # a package's __init__ re-exporting its submodules is no circle; a submodule importing its own package's
     # __init__ (which imports it back) is
-    cycle = _cycle(graph)
+    cycle = _cycle(GRAPH)
     assert cycle is None, "import circle: " + " -> ".join(cycle)
+
+
+def _package_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The imports among the members of ``package``: each of its modules, each subpackage as one node (everything
+    inside it), and its own ``__init__`` as the node ``package``. A loop here (dirdp.report importing dirdp.audit
+    and dirdp.audit importing dirdp.report, by any files) is one even where no file-level circle is."""
+    depth = package.count(".") + 2
+
+    def member(m: str) -> str | None:
+        if m == package:
+            return package
+        return ".".join(m.split(".")[:depth]) if m.startswith(package + ".") else None
+
+    out: dict[str, set[str]] = {}
+    for m, deps in graph.items():
+        if (a := member(m)) is not None:
+            out.setdefault(a, set()).update(b for d in deps if (b := member(d)) not in (None, a))
+    return out
+
+
+def test_no_import_loop_between_packages():
+    """At every level (dirdp's packages and top-level modules; the members of each package): no loop, lazy imports
+    and modules imported by name included."""
+    loops = {p: " -> ".join(c) for p in PACKAGES if (c := _cycle(_package_graph(GRAPH, p)))}
+    assert not loops, f"package-level import loops: {loops}"
+
+
+def test_the_package_level_check_sees_what_the_file_level_one_misses():
+    files = {"dirdp.a.x": {"dirdp.b.y"}, "dirdp.b.z": {"dirdp.a.w"}, "dirdp.a.w": set(), "dirdp.b.y": set()}
+    assert _cycle(files) is None
+    assert _cycle(_package_graph(files, "dirdp")) == ["dirdp.a", "dirdp.b", "dirdp.a"]
+    assert _package_graph(files, "dirdp.a") == {"dirdp.a.x": set(), "dirdp.a.w": set()}
+    # the loop of issue 36 (the audit reading runs through the report, the report rendering the audit's statistics)
+    # is one again if the audit imports the report's reader
+    old = {**GRAPH, "dirdp.audit.membership": GRAPH["dirdp.audit.membership"] | {"dirdp.report.runs"}}
+    assert set(_cycle(_package_graph(old, "dirdp"))) == {"dirdp.audit", "dirdp.report"}
+    # modules imported by name are edges: the lazy API of ``import dirdp`` and the methods registry
+    assert {"dirdp.accountant", "dirdp.theory"} <= GRAPH["dirdp"]
+    assert "dirdp.methods.alg1" in GRAPH["dirdp.methods"]
 
 
 def test_the_cycle_finder_finds_one():

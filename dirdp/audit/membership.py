@@ -82,7 +82,7 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     from dirdp import training
     from dirdp.audit.stats import roc_at, roc_random_ties
     from dirdp.data import Split
-    from dirdp.report.runs import model_label, read_run
+    from dirdp.run_result import model_label, read_run
 
     net, data = training.load_trained(result_path, data_root=data_root)
     g = torch.Generator().manual_seed(seed)

@@ -24,8 +24,8 @@ from torch import nn
 
 MAX_GRAD_NORM = 1.0
 
-OPACUS_MISSING = ("DP-SGD needs Opacus, which is not installed: pip install opacus (on a machine without network, "
-                  "put its wheel on PYTHONPATH; see scripts/gpu_prepare.sh)")
+OPACUS_MISSING = ("DP-SGD needs Opacus, which is not installed: pip install opacus, or pip install 'dirdp[baselines]' "
+                  "(on a machine without network, put its wheel on PYTHONPATH; see scripts/gpu_prepare.sh)")
 
 # Opacus' backward hooks fire on the first layer, whose input needs no gradient: expected, harmless
 warnings.filterwarnings("ignore", message="Full backward hook is firing")

@@ -84,8 +84,8 @@ class SimplexView(View):
 
 def committed_runs(runs_dir=None) -> dict:
     """{eps: run} of the protocol-default Algorithm 1 MNIST runs (seed 0) found in ``runs_dir`` (None: :data:`RUNS`),
-    each read by :func:`dirdp.report.runs.read_run`."""
-    from dirdp.report.runs import read_run
+    each read by :func:`dirdp.run_result.read_run`."""
+    from dirdp.run_result import read_run
 
     folder = Path(runs_dir) if runs_dir else RUNS
     found = [read_run(path) for tag in ("eps1", "eps2", "epsinf") if (path := folder / f"alg1_{tag}_seed0.json").exists()]
