@@ -158,7 +158,9 @@ def _run_world(base, problem, c: Claim, adjacency: str, world: int, *, basis0, d
             stat, rel = max(stat, rho), max(rel, rho / max(float(u.norm()), 1e-300))
         sampled = sampled or bool((idx == canary).any())
     final = final_rel = 0.0
-    if moved:  # theta_T - theta_0 outside S_0 + S_T
+    if every_update and c.steps == 1:  # the one update is the final model: its exact statistic is the one above
+        final = final_rel = math.nan
+    elif moved:  # theta_T - theta_0 outside S_0 + S_T
         u = flat(model.parameters()) - theta0
         basis = span_basis(torch.cat([basis0.T, jacobian_rows(model, d_x)]))
         final = residual_norm(basis, u)
