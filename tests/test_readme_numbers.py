@@ -8,6 +8,7 @@ follows its file, and that the results sections state no number by hand outside 
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 import sys
@@ -283,3 +284,26 @@ def test_the_cpu_precision_block_is_the_sweep_jsons_as_tables(tmp_path):
     assert "| 0.25x | non-private | bf16 | 1 | 0.250 | 0.80 | 40% | — | — | — |" in text
     assert "| 1 | 73 | 185 | — | — |" in text and "| 2 | 146 | 369 | 141 | 363 |" in text
     assert text.index("| 1x | Algorithm 1 | bf16 + channels_last") < text.index("| 1x | Algorithm 1 | fp32")
+
+
+def test_the_subspace_table_shows_each_rows_adversary_claim_and_verdict():
+    """Each row of the subspace block names what the adversary sees and the claim for its own adjacency, with the
+    notebook's verdict; q = 1 add/remove rows have no finite claim; the verdict counts add up to the rows."""
+    from dirdp.provenance import read_csv
+
+    table, _ = read_csv(REPO / "results" / "cpu" / "audit_subspace.csv")
+    text = readme.render(REPO / "results", "cpu", {"audit-subspace"})["audit-subspace"][1]
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "---" not in ln]
+    head = [c.strip() for c in rows[0].strip("|").split("|")]
+    body = [[c.strip() for c in ln.strip("|").split("|")] for ln in rows[1:len(table) + 1]]
+    assert len(body) == len(table)
+    sees, claim, verdict = (head.index(c) for c in ("the adversary sees", "claim for this adjacency", "verdict"))
+    assert {r[sees] for r in body} <= {"every update", "final model"}
+    for r, (_, row) in zip(body, table.iterrows()):
+        assert r[verdict] == row.verdict
+        assert r[claim].startswith("none (no finite claim)") == (not math.isfinite(row.matched_claim_eps))
+    one_add = table[(table.q >= 1) & (table.adjacency == "add") & (table.method == "alg1")]
+    assert len(one_add) and (one_add.verdict == "no finite claim").all()
+    counts = [int(ln.strip("|").split("|")[-1]) for ln in text.split("Verdicts, counted:")[1].splitlines()
+              if ln.startswith("| ") and "---" not in ln and "rows |" not in ln]
+    assert sum(counts) == len(table)
