@@ -23,8 +23,9 @@ the next call resumes it.
 
 Modules: :mod:`~dirdp.campaign.queue` (jobs and the K-at-a-time runner), :mod:`~dirdp.campaign.packing`
 (packing and unpacking), :mod:`~dirdp.campaign.fit` (K and the first call's plan), :mod:`~dirdp.campaign.summary` (per-run records and the summary text),
-:mod:`~dirdp.campaign.runner` (the driver, K, status). Every name is re-exported here; to monkeypatch one,
-patch the submodule that looks it up.
+:mod:`~dirdp.campaign.runner` (the driver, K, status), :mod:`~dirdp.campaign.rebuild` (the rules that read runs that
+landed, from Snakemake's DAG: what ``scripts/campaign.sh tables`` forces). Every name is re-exported here; to
+monkeypatch one, patch the submodule that looks it up.
 """
 
 from dirdp.campaign.packing import MIB, pack, pack_list, unpack
