@@ -11,8 +11,9 @@
 #   bash scripts/campaign.sh tables RUN.json...   # after runs land (committed): rebuild, in a clean checkout of
 #                                     # HEAD, every table, figure, notebook and index downstream of those runs (and
 #                                     # nothing else), copy them back, rewrite the README and docs blocks and commit; DRY=1
-#                                     # only prints the plan. Snakemake's own means: the rules that read the runs (its
-#                                     # DAG: python -m dirdp.campaign.rebuild) forced, train=false; no file time touched
+#                                     # only prints the plan. Snakemake's own means: the rules whose jobs read the runs
+#                                     # (python -m dirdp.campaign.rebuild asks Snakemake) forced, train=false; no file
+#                                     # time is touched
 # Automated commits: one per `save` (the results, released models, runner records and the checkpoints of unfinished
 # runs, together) and one per `tables` (what the DAG rebuilt downstream of runs already saved); nothing else here, and
 # not the runner (dirdp.campaign), commits.
@@ -95,8 +96,9 @@ case "${1:-start}" in
     wt="$tmp/checkout"
     git worktree add -q --detach "$wt" HEAD
     trap 'git -C "$repo" worktree remove --force "$wt"; rm -rf "$tmp"' EXIT
-    # the rules whose jobs read those runs, from the checkout's own DAG (train=false: the runs are inputs, no train
-    # job); forced, Snakemake reruns them and everything downstream of them (the index after a table), nothing else
+    # the rules whose jobs read those runs, asked of Snakemake in the checkout (a dry run lists each job's inputs;
+    # train=false: the runs are inputs, no train job); forced, Snakemake reruns them and everything downstream of them
+    # (the index after a table), nothing else
     found=$(cd "$wt" && PYTHONPATH="$wt" "$repo/$PY" -m dirdp.campaign.rebuild --configfile "$CONFIG" "$@") || exit 2
     mapfile -t rules <<< "$found"
     [ -n "$found" ] || { echo "campaign: no job reads these runs: nothing to rebuild"; exit 0; }

@@ -1,6 +1,6 @@
 """Rebuilding tables after runs land (issue 36, item 4): `scripts/campaign.sh tables RUN.json...` forces the rules
-whose jobs read those runs, found in Snakemake's own DAG (dirdp.campaign.rebuild), in a clean checkout of HEAD with
-train=false: the plan is exactly what is downstream of the runs, no train job, and no file time is touched. Tried on a
+whose jobs read those runs, asked of Snakemake (dirdp.campaign.rebuild: a dry run lists each job's inputs), in a clean
+checkout of HEAD with train=false: the plan is exactly what is downstream of the runs, no train job, and no file time is touched. Tried on a
 fixture repository (the workflow and the committed cpu profile's outputs, runs without weights, in a temporary git
 repository), never on the repository itself. And the automated commits: one per save, one per tables rebuild."""
 
@@ -17,46 +17,80 @@ from dirdp.campaign import rebuild
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "results/runs/cpu/fashionmnist/alg1_eps2_seed2.json"
+GPU_RUN = "results/runs/gpu/fashionmnist/alg1_eps2_seed0.json"  # full width: the cpu tables show it (also_show)
 
-# a DAG as `snakemake --dag` prints it: two runs, the table of each and the summary of both, the index, all
-DOT = r"""digraph snakemake_dag {
-    graph[bgcolor=white, margin=0];
-	0[label = "all", color = "0.0 0.6 0.85", style="rounded,dashed"];
-	1[label = "table2_mnist", color = "0.1 0.6 0.85", style="rounded,dashed"];
-	2[label = "train\ndataset: mnist\nprofile: p\ntag: alg1_eps1_seed0", color = "0.2 0.6 0.85", style="rounded,dashed"];
-	3[label = "train\ndataset: fashionmnist\nprofile: p\ntag: alg1_w0.5_eps2_seed0", color = "0.2 0.6 0.85", style="rounded,dashed"];
-	4[label = "table4_fashionmnist", color = "0.3 0.6 0.85", style="rounded,dashed"];
-	5[label = "runs_summary", color = "0.4 0.6 0.85", style="rounded,dashed"];
-	6[label = "index", color = "0.5 0.6 0.85", style="rounded,dashed"];
-	2 -> 1
-	3 -> 4
-	2 -> 5
-	3 -> 5
-	1 -> 6
-	4 -> 6
-	1 -> 0
-	4 -> 0
-	5 -> 0
-	6 -> 0
-}"""
+# a dry run as `snakemake -n` prints it: two runs of the profile and one it shows from another, the table of each data
+# set, the summary of the profile's own runs, the index and all
+DRY_RUN = """Building DAG of jobs...
+Job stats:
+job             count
+------------  -------
+all                   1
+index                 1
+runs_summary          1
+table2_mnist          1
+table4_fashionmnist   1
+total                 5
 
 
-def test_the_readers_of_a_run_are_the_jobs_its_train_job_has_an_edge_to():
-    assert rebuild.readers(DOT, ["results/runs/p/mnist/alg1_eps1_seed0.json"]) == ["runs_summary", "table2_mnist"]
-    assert rebuild.readers(DOT, ["./results/runs/p/fashionmnist/alg1_w0.5_eps2_seed0.json",
-                                 "results/runs/p/mnist/alg1_eps1_seed0.json"]) == [
+rule table2_mnist:
+    input: notebooks/accuracy_vs_eps.ipynb, dirdp/report/objects.py, results/runs/p/mnist/alg1_eps1_seed0.json
+    output: results/p/table2_mnist.csv, results/p/notebooks/table2_mnist.ipynb
+    log: results/logs/p/table2_mnist.log
+    jobid: 1
+    reason: Forced execution
+    resources: tmpdir=/tmp
+
+rule table4_fashionmnist:
+    input: notebooks/accuracy_vs_eps.ipynb, results/runs/p/fashionmnist/alg1_w0.5_eps2_seed0.json, results/runs/gpu/fashionmnist/alg1_eps2_seed0.json
+    output: results/p/table4_fashionmnist.csv
+    jobid: 2
+    reason: Forced execution
+
+rule runs_summary:
+    input: notebooks/runs_summary.ipynb, results/runs/p/fashionmnist/alg1_w0.5_eps2_seed0.json, results/runs/p/mnist/alg1_eps1_seed0.json
+    output: results/p/runs_summary.csv
+    jobid: 3
+
+rule index:
+    input: results/p/table2_mnist.csv, results/p/table4_fashionmnist.csv
+    output: results/p/README.md
+    jobid: 4
+
+localrule all:
+    input: results/p/README.md, results/runs/p/mnist/alg1_eps1_seed0.json
+    jobid: 0
+    reason: Input files updated by another job: results/p/README.md
+    resources: tmpdir=/tmp
+Job stats:
+job             count
+------------  -------
+all                   1
+total                 5
+"""
+
+
+def test_the_readers_of_a_run_are_the_jobs_that_list_it_as_input():
+    assert rebuild.readers(DRY_RUN, ["results/runs/p/mnist/alg1_eps1_seed0.json"]) == ["runs_summary", "table2_mnist"]
+    assert rebuild.readers(DRY_RUN, ["./results/runs/p/fashionmnist/alg1_w0.5_eps2_seed0.json",
+                                     "results/runs/p/mnist/alg1_eps1_seed0.json"]) == [
         "runs_summary", "table2_mnist", "table4_fashionmnist"]  # not the index: forcing reaches it downstream
-    with pytest.raises(ValueError, match="alg1_eps9_seed0.json: no train job of the profile's DAG makes it"):
-        rebuild.readers(DOT, ["results/runs/p/mnist/alg1_eps9_seed0.json"])
-    with pytest.raises(ValueError, match="printed no job"):
-        rebuild.readers("Nothing to be done.", ["results/runs/p/mnist/alg1_eps1_seed0.json"])
+    # a run of another profile that this one's tables show (also_show): its readers too, though no job here makes it
+    assert rebuild.readers(DRY_RUN, ["results/runs/gpu/fashionmnist/alg1_eps2_seed0.json"]) == ["table4_fashionmnist"]
+    with pytest.raises(ValueError, match="alg1_eps9_seed0.json: no job of the profile's DAG reads it"):
+        rebuild.readers(DRY_RUN, ["results/runs/p/mnist/alg1_eps9_seed0.json"])
+    with pytest.raises(ValueError, match="planned nothing"):
+        rebuild.readers("Nothing to be done (all requested files are present and up to date).", ["x.json"])
 
 
 @pytest.fixture(scope="module")
 def fixture_repo(tmp_path_factory):
     """A git repository holding the workflow, scripts/campaign.sh and the committed cpu profile's outputs and runs
-    (no weights, no checkpoints), one commit; its .venv/bin/python is this interpreter."""
+    (no weights, no checkpoints), and one run of the gpu profile that the cpu tables show (also_show), one commit;
+    its .venv/bin/python is this interpreter."""
     work = copy_workflow(tmp_path_factory.mktemp("tables") / "repo", outputs=True)
+    (work / GPU_RUN).parent.mkdir(parents=True, exist_ok=True)
+    (work / GPU_RUN).write_text((work / RUN).read_text())
     (work / "scripts").mkdir()
     (work / "scripts" / "campaign.sh").write_text((REPO / "scripts" / "campaign.sh").read_text())
     (work / ".gitignore").write_text((REPO / ".gitignore").read_text())
@@ -101,6 +135,16 @@ def test_tables_plans_exactly_what_reads_the_runs_that_landed(fixture_repo):
     assert len(worktrees.strip().splitlines()) == 1  # the checkout is gone
 
 
+def test_tables_after_a_run_that_the_tables_show_from_another_profile(fixture_repo):
+    """A gpu run (also_show): no job of the cpu profile makes it, but its tables read it; they are rebuilt, not the
+    summary of the cpu profile's own runs."""
+    proc = _tables(fixture_repo, GPU_RUN)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    planned = {m[1] for m in re.finditer(r"^(\w+)\s+1$", proc.stdout, re.M)}
+    assert planned == {"table4_fashionmnist", "width_effect", "baselines_comparison", "headline", "index", "all"}, \
+        proc.stdout
+
+
 def test_tables_refuses_a_run_that_is_not_committed_or_not_of_the_profile(fixture_repo):
     proc = _tables(fixture_repo, "results/runs/cpu/mnist/no_such_run.json")
     assert proc.returncode == 2 and "is not in HEAD" in proc.stderr and "Traceback" not in proc.stderr
@@ -112,7 +156,7 @@ def test_tables_refuses_a_run_that_is_not_committed_or_not_of_the_profile(fixtur
     subprocess.run([*git, "commit", "-qm", "stray"], cwd=fixture_repo, check=True)
     proc = _tables(fixture_repo, stray)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert f"campaign: {stray}: no train job of the profile's DAG makes it" in proc.stderr
+    assert f"campaign: {stray}: no job of the profile's DAG reads it" in proc.stderr
 
 
 def test_tables_rewrites_no_file_time():

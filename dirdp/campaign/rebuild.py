@@ -1,12 +1,14 @@
-"""What to rebuild after training runs land (``scripts/campaign.sh tables RUN.json...``), asked of Snakemake's own
-DAG: the rules whose jobs read those runs. In ``snakemake --dag`` a run is the output of a ``train`` job, and the jobs
-that read it are those its node has an edge to; forced (``--forcerun RULE...``), Snakemake reruns those rules and
-everything downstream of them (the index after a table: ``deps`` in rules/common.smk keeps the inputs that a forced
-rule makes out of ``ancient()``), and nothing else. No file time is touched, and with ``--config train=false`` the
-runs are inputs on disk: no train job is planned.
+"""What to rebuild after training runs land (``scripts/campaign.sh tables RUN.json...``), asked of Snakemake itself:
+the rules whose jobs read those runs. A dry run of the profile with train=false and every rule but ``train`` forced
+lists each job with its input files (the runs on disk among them, the profile's own and those its tables show from
+another profile, ``also_show``); the rules of the jobs that list a run are its readers. Forced (``--forcerun
+RULE...``), Snakemake reruns those rules and everything downstream of them (the index after a table: ``deps`` in
+rules/common.smk keeps the inputs that a forced rule makes out of ``ancient()``), and nothing else. No file time is
+touched, and with ``--config train=false`` the runs are inputs on disk: no train job is planned, in the query or in
+the rebuild.
 
     python -m dirdp.campaign.rebuild --configfile config/cpu.yaml results/runs/cpu/mnist/alg1_eps1_seed2.json
-    # prints the rules that read it, one a line (exit 2, one line on stderr: a run no train job of the DAG makes)
+    # prints the rules that read it, one a line (exit 2, one line on stderr: a run that no job reads)
 """
 
 from __future__ import annotations
@@ -17,52 +19,52 @@ import re
 import subprocess
 import sys
 
-# the train rule's output (rules/train.smk), filled from its job's wildcards as the DAG labels them
-RUN_PATH = "results/runs/{profile}/{dataset}/{tag}.json"
-# a node of `snakemake --dag`: `4[label = "train\ndataset: mnist\nprofile: cpu\ntag: alg1_eps1_seed0", ...]` (the
-# rule, then each wildcard of the job); an edge: `4 -> 7` (job 7 reads what job 4 makes)
-_NODE = re.compile(r'^\s*(\d+)\[label = "([^"]*)"', re.M)
-_EDGE = re.compile(r"^\s*(\d+) -> (\d+)\s*$", re.M)
-DAG_ARGS = ("--config", "train=false")  # the DAG of the runs on disk: no train job is planned
+TRAIN = ("--config", "train=false")  # the DAG of the runs on disk: no train job is planned
+# one job of a dry run: "rule NAME:" (or "localrule NAME:"), then its indented fields, "    input: a, b, c" among them
+_JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*(?:\n|$))*)", re.M)
 
 
-def readers(dot: str, runs: list[str]) -> list[str]:
-    """The rules (sorted, ``all`` left out) whose jobs read ``runs`` in the DAG ``dot`` (``snakemake --dag``).
-    Raises ValueError naming a run that no train job of the DAG makes (not a run of the profile, or not on disk
-    with train=false)."""
-    rules, made = {}, {}
-    for node, label in _NODE.findall(dot):
-        rule, *wildcards = label.split("\\n")
-        rules[node] = rule
-        if rule == "train":
-            made[RUN_PATH.format(**dict(w.split(": ", 1) for w in wildcards))] = node
-    if not rules:
-        raise ValueError("no DAG in Snakemake's output (snakemake --dag printed no job)")
-    nodes = set()
+def readers(dry_run: str, runs: list[str]) -> list[str]:
+    """The rules (sorted, ``all`` left out) whose jobs list one of ``runs`` as input in ``dry_run`` (the output of
+    ``snakemake -n`` with those jobs planned). Raises ValueError naming a run that no job reads (not a run of the
+    profile or of what its tables show, or not on disk)."""
+    inputs: dict[str, set[str]] = {}
+    for rule, fields in _JOB.findall(dry_run):
+        listed = re.search(r"^[ \t]+input: (.*)$", fields, re.M)
+        inputs.setdefault(rule, set()).update(f.strip() for f in (listed[1].split(",") if listed else ()))
+    if not inputs:
+        raise ValueError("no job in Snakemake's dry run (it planned nothing)")
+    out = set()
     for run in runs:
-        path = os.path.normpath(run)
-        if path not in made:
-            raise ValueError(f"{run}: no train job of the profile's DAG makes it (is it a run of this profile, "
-                             f"under {RUN_PATH.format(profile='<profile>', dataset='<dataset>', tag='<tag>')}?)")
-        nodes.add(made[path])
-    return sorted({rules[b] for a, b in _EDGE.findall(dot) if a in nodes} - {"all"})
+        found = {rule for rule, files in inputs.items() if os.path.normpath(run) in files} - {"all"}
+        if not found:
+            raise ValueError(f"{run}: no job of the profile's DAG reads it (a run of this profile, or of one its "
+                             "tables show, that is on disk?)")
+        out |= found
+    return sorted(out)
 
 
-def dag(configfile: str, *, cwd: str | None = None) -> str:
-    """``snakemake --dag`` of the profile ``configfile`` with train=false, run in ``cwd`` (a checkout of the
-    workflow), by this interpreter. Raises ValueError with Snakemake's last lines when it fails."""
-    cmd = [sys.executable, "-m", "snakemake", "--dag", "--cores", "1", "--configfile", configfile, *DAG_ARGS]
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+def _snakemake(*args: str, cwd: str | None) -> str:
+    done = subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
-        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
-        raise ValueError(f"snakemake --dag failed ({done.returncode}): {tail}")
+        raise ValueError(f"snakemake {args[0]} failed ({done.returncode}): "
+                         + " | ".join(done.stderr.strip().splitlines()[-3:]))
     return done.stdout
+
+
+def dry_run(configfile: str, *, cwd: str | None = None) -> str:
+    """``snakemake -n`` of the profile ``configfile`` with train=false and every rule but ``train`` (and ``all``)
+    forced, run in ``cwd`` (a checkout of the workflow) by this interpreter: every job but training, with its
+    inputs. Raises ValueError with Snakemake's last lines when it fails."""
+    listed = _snakemake("--list-rules", "--configfile", configfile, *TRAIN, cwd=cwd)
+    rules = [m[1] for m in re.finditer(r"^(\w+)", listed, re.M) if m[1] not in ("train", "all")]
+    return _snakemake("-n", "--cores", "1", "--configfile", configfile, *TRAIN, "--forcerun", *rules, cwd=cwd)
 
 
 def forced_rules(configfile: str, runs: list[str], *, cwd: str | None = None) -> list[str]:
     """The rules to force (``--forcerun``) so that Snakemake rebuilds what reads ``runs``: :func:`readers` of
-    :func:`dag`."""
-    return readers(dag(configfile, cwd=cwd), runs)
+    :func:`dry_run`."""
+    return readers(dry_run(configfile, cwd=cwd), runs)
 
 
 def main(argv: list[str] | None = None) -> int:
