@@ -244,9 +244,15 @@ def _main(argv: list[str] | None) -> int:
 
         from dirdp import bench
 
-        if args.threads:
-            torch.set_num_threads(args.threads)
+        if args.threads or args.core:
+            torch.set_num_threads(args.threads or 1)
         from dirdp.bench import sweep
+
+        if args.core:  # r* solve, Table 7, the mechanism's loss (benchmarks/bench_core.py calls this)
+            meter = sweep.LoadMeter().start()
+            rows = bench.core_bench()
+            print(bench.core_text(rows) + ("\n" + _json(rows) if args.json else ""))
+            return _bench_json(args, argv, dict(load=meter.stop()), rows=rows)
 
         if args.sweep:  # the CPU precision sweep (issue 31): interleaved configurations, peaks, FLOPs, the load
             result = sweep.sweep(reps=args.reps, threads=tuple(args.sweep_threads))

@@ -211,6 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
     p_b.add_argument("--sweep-threads", type=int, nargs="+", default=[1, 2], help="with --sweep: thread counts (default 1 2)")
     p_b.add_argument("--batch", type=int,
                      help="with --campaign: time this batch size instead of the paper's (the campaign's --smoke mode)")
+    p_b.add_argument("--core", action="store_true",
+                     help="the core without a model: one r* solve, the Table 7 grid, the mechanism's loss beside "
+                          "cross-entropy (their own repetitions; one thread unless --threads)")
     _add_campaign_parser(sub)
     return parser
 

@@ -14,7 +14,7 @@ from snakemake.settings.enums import RerunTrigger
 from snakemake.settings.types import DeploymentMethod
 
 from dirdp.experiments import OBJECTS, Profile, Run, missing_data_message
-from dirdp.report import profile_run_paths
+from dirdp.report import object_notebook, profile_run_paths
 
 
 def sources(*paths):
@@ -138,7 +138,8 @@ onstart:
 
 
 def papermill(name, params, *, out=None):
-    """Shell command running notebooks/<name>.ipynb with papermill, parameters given as JSON."""
+    """Shell command running notebooks/<name>.ipynb with papermill, parameters given as JSON, into
+    results/<profile>/notebooks/<out>.ipynb (log: results/logs/<profile>/<out>.log; ``out`` defaults to ``name``)."""
     return (f"{PY} -m papermill --no-progress-bar notebooks/{name}.ipynb {NB}/{out or name}.ipynb "
             f"-p results_dir {RES} -p figures_dir {FIG} -y '{json.dumps(params)}' > {NB_LOGS}/{out or name}.log 2>&1")
 

@@ -11,7 +11,12 @@
 #   bash scripts/campaign.sh tables RUN.json...   # after runs land (committed): rebuild, in a clean checkout of
 #                                     # HEAD, every table, figure, notebook and index downstream of those runs (and
 #                                     # nothing else), copy them back, rewrite the README and docs blocks and commit; DRY=1
-#                                     # only prints the plan
+#                                     # only prints the plan. Snakemake's own means: the rules whose jobs read the runs
+#                                     # (python -m dirdp.campaign.rebuild asks Snakemake) forced, train=false; no file
+#                                     # time is touched
+# Automated commits: one per `save` (the results, released models, runner records and the checkpoints of unfinished
+# runs, together) and one per `tables` (what the DAG rebuilt downstream of runs already saved); nothing else here, and
+# not the runner (dirdp.campaign), commits.
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
 # (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides), and
 # the runner holds each next start back while there are some. K=1 bash scripts/campaign.sh start for one.
@@ -91,11 +96,14 @@ case "${1:-start}" in
     wt="$tmp/checkout"
     git worktree add -q --detach "$wt" HEAD
     trap 'git -C "$repo" worktree remove --force "$wt"; rm -rf "$tmp"' EXIT
-    # the checkout's files all get one old time, then the runs that landed a newer one: with file times as the only
-    # rerun trigger, Snakemake plans exactly the jobs downstream of those runs (train=false: the runs are inputs)
-    find "$wt" -path "$wt/.git" -prune -o -exec touch -h -d '2000-01-01 00:00:00' {} +
-    for run in "$@"; do touch "$wt/$run"; done
-    args=(--cores 1 --configfile "$CONFIG" --config train=false --rerun-triggers mtime)
+    # the rules whose jobs read those runs, asked of Snakemake in the checkout (a dry run lists each job's inputs;
+    # train=false: the runs are inputs, no train job); forced, Snakemake reruns them and everything downstream of them
+    # (the index after a table), nothing else
+    found=$(cd "$wt" && PYTHONPATH="$wt" "$repo/$PY" -m dirdp.campaign.rebuild --configfile "$CONFIG" "$@") || exit 2
+    mapfile -t rules <<< "$found"
+    [ -n "$found" ] || { echo "campaign: no job reads these runs: nothing to rebuild"; exit 0; }
+    echo "campaign: forcing the rules that read these runs (and so what is downstream of them): ${rules[*]}"
+    args=(--cores 1 --configfile "$CONFIG" --config train=false --forcerun "${rules[@]}")
     [ "${DRY:-0}" = 1 ] && args+=(-n -q rules)
     (cd "$wt" && PYTHONPATH="$wt" "$repo/$PY" -m snakemake "${args[@]}")
     [ "${DRY:-0}" = 1 ] && exit 0

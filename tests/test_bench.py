@@ -164,3 +164,33 @@ def test_the_load_meter_sees_other_processes_and_a_busy_machine_refuses_results_
     assert "busy" in sweep.refuse_busy_results_json(str(results), dict(load=busy))
     assert sweep.refuse_busy_results_json(str(results), dict(load=quiet)) is None
     assert sweep.refuse_busy_results_json(str(tmp_path / "elsewhere.json"), dict(load=busy)) is None
+
+
+def test_the_core_benchmark_is_a_mode_of_the_one_entry_point(tmp_path):
+    """benchmarks/bench_core.py (issue 36, item 4) is a thin caller of `python -m dirdp bench --core`: it times nothing
+    itself, and what it prints and writes is the CLI's (the rows name the CLI's command)."""
+    import ast
+    import json
+    import os
+    import subprocess
+
+    repo = PAPER.parents[1]
+    script = repo / "benchmarks" / "bench_core.py"
+    imports = {a.name for node in ast.walk(ast.parse(script.read_text())) if isinstance(node, ast.Import)
+               for a in node.names}
+    imports |= {node.module for node in ast.walk(ast.parse(script.read_text())) if isinstance(node, ast.ImportFrom)}
+    assert imports == {"os", "sys", "dirdp.__main__"}
+    out = tmp_path / "core.json"
+    done = subprocess.run([sys.executable, str(script), "--json-out", str(out)], cwd=repo, capture_output=True,
+                          text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(repo)))
+    assert done.returncode == 0, done.stderr
+    assert "r* solve (cifar10, eps=1):" in done.stdout and "ratio to target" in done.stdout
+    assert "Dirichlet mechanism" in done.stdout and "absolute overhead" in done.stdout
+    rec = json.loads(out.read_text())
+    assert [r["what"] for r in rec["rows"]] == [
+        "r* solve (cifar10, eps=1)", "Table 7, 23 printed cells (r* only)",
+        "Table 7, full audit table (36 cells, floors, eps at paper r*)", "loss fwd+bwd [250,10], cross-entropy",
+        "loss fwd+bwd [250,10], Dirichlet mechanism"]
+    assert all(r["seconds"] > 0 for r in rec["rows"]) and rec["rows"][0]["target_s"] == 0.02
+    assert rec["provenance"]["config"]["command"] == f"python -m dirdp bench --core --json-out {out}"
+    assert rec["load"]["wall_s"] > 0

@@ -3,7 +3,6 @@ resume, pack and unpack. The GPU campaign's --smoke mode is the same code on CPU
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tarfile
@@ -267,29 +266,6 @@ def test_a_held_queue_starts_nothing_and_says_why(tmp_path):
                        hold=lambda: "uncommitted code changes")
     assert [j.status for j in jobs] == ["queued", "queued"] and not list(tmp_path.glob("logs/**/*.log"))
     assert said == ["holding the next start: uncommitted code changes"]
-
-
-def _tables(*runs: str, dry: bool = True) -> subprocess.CompletedProcess:
-    env = dict(os.environ, DRY="1" if dry else "0", MPLBACKEND="Agg")
-    return subprocess.run(["bash", "scripts/campaign.sh", "tables", *runs], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600)
-
-
-def test_tables_plans_exactly_what_reads_the_runs_that_landed():
-    """`campaign.sh tables RUN` rebuilds, in a clean checkout of HEAD, only the jobs downstream of RUN: a
-    FashionMNIST run reaches Table 4 and what reads every run, not Table 2 and not the jobs that read no run."""
-    proc = _tables("results/runs/cpu/fashionmnist/alg1_eps2_seed2.json")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    planned = {m[1] for m in re.finditer(r"^(\w+)\s+1$", proc.stdout, re.M)}
-    assert planned == {"table4_fashionmnist", "width_effect", "runs_summary", "baselines_comparison",
-                       "audit_released_models", "headline", "index", "all"}, proc.stdout
-    assert "checkout" not in subprocess.run(["git", "worktree", "list"], cwd=REPO, capture_output=True,
-                                            text=True).stdout  # the checkout is gone
-
-
-def test_tables_refuses_a_run_that_is_not_committed():
-    proc = _tables("results/runs/cpu/mnist/no_such_run.json")
-    assert proc.returncode == 2 and "is not in HEAD" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_the_first_call_starts_only_the_runs_that_can_finish():

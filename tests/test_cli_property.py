@@ -104,6 +104,7 @@ def stubbed(monkeypatch, tmp_path):
     monkeypatch.setattr(dirdp.training, "_train", reached)  # train()'s own start (the --out check) still runs
     monkeypatch.setattr(bench, "main", reached)
     monkeypatch.setattr(bench, "campaign_main", reached)
+    monkeypatch.setattr(bench, "core_bench", reached)  # bench --core: seconds of r* solves and losses
     monkeypatch.setattr(bench_sweep, "sweep", reached)  # bench --sweep: minutes of interleaved steps
     monkeypatch.setattr(campaign, "run_campaign", reached)
     monkeypatch.setattr(campaign, "status", reached)

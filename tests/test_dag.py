@@ -23,6 +23,7 @@ import yaml
 from dirdp import data as dirdp_data
 from dirdp import profile_schema, provenance
 from dirdp.experiments import METHODS, OBJECTS, Profile
+from dirdp.report import object_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -251,6 +252,8 @@ def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
     assert not elsewhere, f"outputs outside the {profile} profile's folders: {elsewhere}"
     assert f"results/{profile}/README.md" in files["index"]
     assert f"results/{profile}/notebooks/table2_mnist.ipynb" in files["table2_mnist"]
+    for name in OBJECTS:  # the objects that vary eps share one notebook, each executed into a copy named as it
+        assert f"notebooks/{object_notebook(name)}.ipynb results/{profile}/notebooks/{name}.ipynb " in proc.stdout
     # the notebooks are told to write there
     assert f"-p results_dir results/{profile} -p figures_dir figures/{profile} " in proc.stdout
     assert "-p results_dir results " not in proc.stdout and "-p figures_dir figures " not in proc.stdout

@@ -45,3 +45,76 @@ def test_papermill_sees_every_parameter(path):
                 for t in node.targets if isinstance(t, ast.Name)}
     seen = {p.name for p in translators.PythonTranslator.inspect({"source": src})}
     assert assigned <= seen, f"{path.name}: papermill cannot parse the lines of {sorted(assigned - seen)}"
+
+
+# --- one notebook per kind of paper object (issue 36, item 3) ---
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _code_lines(path: Path) -> set[str]:
+    cells = json.loads(path.read_text())["cells"]
+    return {line.strip() for c in cells if c["cell_type"] == "code" for line in "".join(c["source"]).splitlines()
+            if line.strip() and not line.strip().startswith("#")}
+
+
+def test_the_paper_objects_that_vary_eps_share_one_notebook():
+    from dirdp.experiments import OBJECTS
+    from dirdp.report import EPS_NOTEBOOK, object_notebook
+
+    stems = {p.stem for p in NOTEBOOKS}
+    for name in OBJECTS:
+        assert object_notebook(name) in stems, f"{name}: no notebooks/{object_notebook(name)}.ipynb"
+    # a notebook named as an object only where the object's logic differs (its axis is not eps), and it says why
+    own = {name for name, obj in OBJECTS.items() if obj.axis != "eps"}
+    assert stems & set(OBJECTS) == own == {"table9_sampling_rate", "fig2_learning_rate_vs_alpha"}
+    for name in own:
+        first = "".join(json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())["cells"][0]["source"])
+        assert "**Its own notebook.**" in first and f"`notebooks/{EPS_NOTEBOOK}.ipynb`" in first
+    shared = [name for name in OBJECTS if object_notebook(name) == EPS_NOTEBOOK]
+    assert len(shared) == 8 and len({object_notebook(n) for n in OBJECTS}) == 3  # ten objects, three notebooks
+    params = [c for c in json.loads((REPO / "notebooks" / f"{EPS_NOTEBOOK}.ipynb").read_text())["cells"]
+              if "parameters" in c["metadata"].get("tags", [])]
+    assert "".join(params[0]["source"]).startswith('object_name = "table2_mnist"')  # nbval runs it: an MNIST table
+
+
+def test_no_two_notebooks_are_clones():
+    """Two notebooks sharing nearly all their code are one notebook with a parameter (the ten clones of issue 36 shared
+    39 of 40 lines); Table 9 shares about three quarters with the eps notebook: its figure differs."""
+    import itertools
+
+    lines = {p.stem: _code_lines(p) for p in NOTEBOOKS}
+    for a, b in itertools.combinations(lines, 2):
+        shared = len(lines[a] & lines[b]) / min(len(lines[a]), len(lines[b]))
+        assert shared < 0.9, f"notebooks/{a}.ipynb and {b}.ipynb share {shared:.0%} of their code lines"
+
+
+def _run_shared(tmp_path, name: str):
+    papermill = pytest.importorskip("papermill")
+    out = tmp_path / name
+    out.mkdir()
+    return out, papermill.execute_notebook(
+        str(REPO / "notebooks" / "accuracy_vs_eps.ipynb"), str(out / f"{name}.ipynb"), cwd=str(REPO / "notebooks"),
+        parameters=dict(object_name=name, results_dir=str(out), figures_dir=str(out)), progress_bar=False)
+
+
+def test_the_shared_notebook_writes_each_objects_table_and_figure(tmp_path, monkeypatch):
+    """Run by papermill as the DAG runs it, for Table 4: its table (the object's, with provenance) and its figure
+    under the paper figure's stem (fig3a_fashionmnist), its heading printed; an object of another kind is refused."""
+    from dirdp import provenance, report
+    from dirdp.experiments import OBJECTS, Profile
+
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    out, nb = _run_shared(tmp_path, "table4_fashionmnist")
+    table, prov = provenance.read_csv(out / "table4_fashionmnist.csv")
+    expected = report.object_table(OBJECTS["table4_fashionmnist"], Profile.load(REPO / "config/cpu.yaml"),
+                                   runs_root=str(REPO / "results/runs"))
+    assert list(table.columns) == list(expected.columns) and len(table) == len(expected) > 0
+    assert list(table.label) == list(expected.label) and list(table["mean"].fillna(-1)) == list(expected["mean"].fillna(-1))
+    assert prov["config"]["notebook"] == "table4_fashionmnist"
+    assert (out / "fig3a_fashionmnist.png").stat().st_size > 0 and (out / "fig3a_fashionmnist.pdf").exists()
+    assert not (out / "table4_fashionmnist.png").exists()
+    text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+    assert "Table 4 and Figure 3a: Test accuracy (%) on FashionMNIST" in text
+    with pytest.raises(Exception, match="table9_sampling_rate varies q, not eps"):
+        _run_shared(tmp_path, "table9_sampling_rate")

@@ -93,6 +93,18 @@ def test_every_caption_file_is_used():
         assert f'"{name}",' in text, f"report/captions/{name}.rst: no rule uses it"
 
 
+def test_every_object_caption_names_the_notebook_that_makes_it():
+    """The executed copy (results/<profile>/notebooks/<object>.ipynb) and, where objects share one, the notebook it
+    was run from and the object it was run for."""
+    from dirdp.report import object_notebook
+
+    for name in OBJECTS:
+        text = " ".join((REPO / f"report/captions/{name}.rst").read_text().split())
+        assert f"``notebooks/{name}.ipynb``" in text, name
+        source = object_notebook(name)
+        assert (source == name) != (f"``notebooks/{source}.ipynb``" in text and f'``object_name = "{name}"``' in text)
+
+
 def lints(output: str) -> set[tuple[str, str]]:
     """(what, title) of every lint that `snakemake --lint` printed: what is "rule NAME" or "snakefile PATH"
     (`--lint json` prints the text all the same in Snakemake 9.27)."""

@@ -23,16 +23,19 @@ the next call resumes it.
 
 Modules: :mod:`~dirdp.campaign.queue` (jobs and the K-at-a-time runner), :mod:`~dirdp.campaign.packing`
 (packing and unpacking), :mod:`~dirdp.campaign.fit` (K and the first call's plan), :mod:`~dirdp.campaign.summary` (per-run records and the summary text),
-:mod:`~dirdp.campaign.runner` (the driver, K, status). Every name is re-exported here; to monkeypatch one,
-patch the submodule that looks it up.
+:mod:`~dirdp.campaign.runner` (the driver, K, status), :mod:`~dirdp.campaign.rebuild` (the rules whose jobs read runs
+that landed, asked of Snakemake: what ``scripts/campaign.sh tables`` forces). Every name is re-exported here; to
+monkeypatch one, patch the submodule that looks it up.
 """
 
 from dirdp.campaign.packing import MIB, pack, pack_list, unpack
 from dirdp.campaign.queue import (EXIT_INTERRUPTED, REPO, Job, _ckpt_step, _finish, _launch, _now, describe, plan,
                                   run_queue)
+from dirdp.campaign.rebuild import forced_rules
 from dirdp.campaign.runner import (SMOKE_TRAINING, _dirty_code, _remaining, _step, choose_k, fit_runs, gpu_sample,
                                    load_profile, run_campaign, run_seconds, status)
 from dirdp.campaign.summary import _record, report
 
-__all__ = ["EXIT_INTERRUPTED", "MIB", "REPO", "SMOKE_TRAINING", "Job", "choose_k", "describe", "fit_runs", "gpu_sample",
-           "load_profile", "pack", "pack_list", "plan", "report", "run_campaign", "run_queue", "status", "unpack"]
+__all__ = ["EXIT_INTERRUPTED", "MIB", "REPO", "SMOKE_TRAINING", "Job", "choose_k", "describe", "fit_runs", "forced_rules",
+           "gpu_sample", "load_profile", "pack", "pack_list", "plan", "report", "run_campaign", "run_queue", "status",
+           "unpack"]

@@ -1,6 +1,7 @@
 """The *Figures* section of results/<profile>/README.md: every figure of the profile (``figures/<profile>/*.png``,
 with its PDF where there is one), linked, with the notebook that draws it and that notebook's title, read from the
-notebooks themselves."""
+notebooks themselves; a paper object's figure is named by the object's executed notebook and its heading (the
+objects that vary eps share one source notebook)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import re
 from pathlib import Path
 
 from dirdp.experiments import OBJECTS
+from dirdp.report.objects import heading
 
 # a notebook's savefig target: figures_dir / f"<stem>.{ext}" or figures_dir / "<stem>.png"
 SAVED = re.compile(r'figures_dir\s*/\s*f?"([A-Za-z0-9_]+)\.(?:\{ext\}|png)"')
@@ -17,19 +19,16 @@ FIRST = ("headline",)  # listed before the rest
 
 def figure_sources(notebooks: Path) -> dict[str, tuple[str, str]]:
     """Figure stem -> (notebook name, its title) for every figure a notebook in ``notebooks`` draws: the stems its
-    code saves by name, and a paper object's figure (its notebook saves ``{stem}``: the object's first figure, or
-    its name)."""
+    code saves by name, and each paper object's figure (the object's first figure, or its name), named by the
+    object's executed notebook (``notebooks/<object>.ipynb`` beside the index) and :func:`heading`."""
     out = {}
     for path in sorted(notebooks.glob("*.ipynb")):
         cells = json.loads(path.read_text())["cells"]
         code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
         title = next(("".join(c["source"]).splitlines()[0].removeprefix("# ") for c in cells
                       if c["cell_type"] == "markdown" and c["source"]), path.stem)
-        stems = SAVED.findall(code)
-        if path.stem in OBJECTS:
-            obj = OBJECTS[path.stem]
-            stems.append(obj.figures[0] if obj.figures else obj.name)
-        out.update({stem: (path.stem, title) for stem in stems})
+        out.update({stem: (path.stem, title) for stem in SAVED.findall(code)})
+    out.update({obj.figures[0] if obj.figures else obj.name: (obj.name, heading(obj)) for obj in OBJECTS.values()})
     return out
 
 

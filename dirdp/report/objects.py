@@ -3,7 +3,8 @@ paper's printed value, then the numbers the paper cites from other work, never m
 
 The comparison of a row (ours - paper with its 95% interval, the verdict, the status) is
 :mod:`dirdp.report.compare`'s; what each notebook prints of the table (its columns) is in the notebook, through
-:func:`show`.
+:func:`show`. :func:`object_notebook` says which notebook makes an object: one notebook for every object that varies
+eps (``notebooks/accuracy_vs_eps.ipynb``, run once per object), its own for an object whose figure differs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pandas as pd
 
 from dirdp import paper
 from dirdp.data import missing_files
-from dirdp.experiments import METHODS, PaperObject, Profile
+from dirdp.experiments import METHODS, PaperObject, Profile, get_object
 from dirdp.presets import get_preset
 from dirdp.protocol import fmt_eps, parse_eps
 from dirdp.report.compare import _paper_cell, estimate, status
@@ -28,6 +29,35 @@ COLUMNS = ["object", "dataset", "metric", "method", "model", "label", "eps", "ep
            "interval", "verdict", "status", "setting", "certified_eps", "rstar", "source", "runs"]
 SHOW_COLUMNS = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
                 "paper", "paper_std", "diff", "ci_low", "ci_high", "status"]
+
+
+# The notebook of every paper object that varies eps (papermill's parameter ``object_name`` names the object); Table 9
+# (against the sampling rate q) and Figure 2 (against the learning rate, one curve per alpha) draw other figures and
+# keep notebooks of their own, named as the object.
+EPS_NOTEBOOK = "accuracy_vs_eps"
+
+
+def object_notebook(name: str) -> str:
+    """The notebook (``notebooks/<it>.ipynb``) that makes paper object ``name``, run with ``object_name = name``."""
+    return EPS_NOTEBOOK if get_object(name).axis == "eps" else name
+
+
+def heading(obj: PaperObject) -> str:
+    """The object's title, with the paper figures that draw it, and its caption: "Table 4 and Figure 3a: Test ..."."""
+    figures = [f"Figure {stem.split('_')[0].removeprefix('fig')}" for stem in obj.figures]  # fig3a_fashionmnist
+    return f"{' and '.join([obj.title, *figures])}: {obj.caption}"
+
+
+def describe(obj: PaperObject) -> str:
+    """:func:`heading`, then what the paper's grid of the object runs: data set, model, metric, eps, optimizer, the
+    baselines run here beside Algorithm 1, and whose printed values it is compared with."""
+    grid = f"eps {', '.join(fmt_eps(e) for e in obj.eps)}" + (f", optimizer {obj.optimizer}" if obj.optimizer else "")
+    lines = [heading(obj), f"{obj.dataset} ({MODEL_NAMES[get_preset(obj.dataset).model]}), {obj.metric} accuracy; "
+             f"the paper's grid: {grid}, {obj.seeds} seeds"]
+    lines += [f"run here beside it: {METHODS[m]} at eps {', '.join(fmt_eps(e) for e in eps)}" for m, eps in obj.baselines]
+    if obj.paper_object:
+        lines.append(f"compared with the values the paper prints in {get_object(obj.paper_object).title}")
+    return "\n".join(lines)
 
 
 def _keys(obj: PaperObject) -> list[str]:
