@@ -70,7 +70,11 @@ def test_the_audit_points_of_the_committed_csvs():
     assert canary.eps_exact_bound.notna().all()  # Algorithm 1's never-sampled bound
     sub = audit[audit.audit == "subspace"]
     assert sub[sub.method == "dpsgd"].eps_exact_bound.isna().all()  # a bound on the test, not on DP-SGD
-    assert "add/replace" in set(sub.adjacency)  # rows alike but for their adjacency: one row
+    # each adjacency faces its own claim (issue 34): q = 1 add/remove has none and is left out; replace-one at q < 1
+    # faces the group-privacy conversion, twice the add/remove epsilon
+    assert not ((sub.q >= 1) & (sub.adjacency == "add") & (sub.method == "alg1")).any()
+    pair = sub[(sub.method == "alg1") & (sub["T"] == 1000) & (sub.adversary_sees == "every update")].set_index("adjacency")
+    assert abs(pair.claimed_eps["replace"] - 2 * pair.claimed_eps["add"]) < 1e-9
 
 
 def test_the_audit_points_use_the_claim_for_the_rows_own_adjacency(tmp_path):

@@ -216,7 +216,7 @@ def test_each_row_of_the_released_models_membership_table_names_one_model(tmp_pa
 
     head, *rows = _membership_rows(readme.render(REPO / "results", "cpu",
                                                  {"audit-membership-learned"})["audit-membership-learned"][1])
-    key = [head.index(c) for c in ("model", "method", "claimed eps", "seed")]
+    key = [head.index(c) for c in ("data", "model", "method", "claimed eps", "seed")]
     ids = [tuple(r[i] for i in key) for r in rows]
     assert len(rows) >= 2 and len(set(ids)) == len(ids), ids
     results = copy_results(tmp_path)
@@ -224,7 +224,7 @@ def test_each_row_of_the_released_models_membership_table_names_one_model(tmp_pa
     rec = json.loads(path.read_text())
     path.write_text(json.dumps({**rec, "seed": 7}))
     _, *moved = _membership_rows(readme.render(results, "cpu")["audit-membership-learned"][1])
-    seeds = [r[head.index("seed")] for r in moved if r[head.index("test accuracy")] == f"{rec['test_accuracy']:.2f}"]
+    seeds = [r[head.index("seed")] for r in moved if r[head.index("test accuracy (%)")] == f"{rec['test_accuracy']:.2f}"]
     assert seeds == ["7"], seeds
 
 
