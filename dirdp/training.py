@@ -267,6 +267,20 @@ class CheckpointMismatch(ValueError, RuntimeError):
     """A checkpoint of another run where this run would resume (a ValueError: the CLI says so and exits 2)."""
 
 
+def untrained_model(result_path: str | os.PathLike) -> tuple[torch.nn.Module, RunConfig]:
+    """(the run's model at initialisation, drawn from the run's seed without touching the global random state, in
+    eval mode; the run's config on the CPU): the architecture a result JSON names, before any record was seen."""
+    result = json.loads(Path(result_path).read_text())
+    cfg = RunConfig(**{"method": result.get("method", "alg1"), **result["provenance"]["config"], "device": "cpu"})
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed)
+        try:
+            net = methods.get(cfg.method).build_model(cfg, get_spec(cfg.dataset))
+        except ValueError as err:  # LATENT: no image model
+            raise ValueError(f"{result_path} {err}") from None
+    return net.eval(), cfg
+
+
 def load_trained(result_path: str | os.PathLike, *, data_root=None,
                  with_data: bool = True) -> tuple[torch.nn.Module, dict[str, Split] | None]:
     """The model a run released (``<stem>.model.pt`` beside its result JSON), in eval mode, and the
@@ -274,12 +288,7 @@ def load_trained(result_path: str | os.PathLike, *, data_root=None,
     that the training records can be told apart from the others (None with ``with_data=False``: the model
     alone, no data set read). Not for LATENT runs (their model reads randomized bit strings, not images)."""
     result_path = Path(result_path)
-    result = json.loads(result_path.read_text())
-    cfg = RunConfig(**{"method": result.get("method", "alg1"), **result["provenance"]["config"], "device": "cpu"})
-    try:
-        net = methods.get(cfg.method).build_model(cfg, get_spec(cfg.dataset))
-    except ValueError as err:  # LATENT: no image model
-        raise ValueError(f"{result_path} {err}") from None
+    net, cfg = untrained_model(result_path)
     weights = result_path.with_name(result_path.stem + ".model.pt")
     if not weights.exists():
         raise FileNotFoundError(f"{weights} not found: the run's model is saved there when the run finishes.")

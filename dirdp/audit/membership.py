@@ -49,29 +49,11 @@ def margin_scores(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return zy - other
 
 
-def initial_model(result_path):
-    """The released run's architecture at initialisation (its method's model for its config, initialised from its
-    seed), in eval mode: a model that has seen no record, the null of :func:`released_model_mia`."""
-    import json
-    from pathlib import Path
-
-    from dirdp import methods
-    from dirdp.data import get_spec
-    from dirdp.training import RunConfig
-
-    result = json.loads(Path(result_path).read_text())
-    cfg = RunConfig(**{"method": result.get("method", "alg1"), **result["provenance"]["config"], "device": "cpu"})
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(cfg.seed)
-        net = methods.get(cfg.method).build_model(cfg, get_spec(cfg.dataset))
-    return net.eval()
-
-
 def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=None) -> dict:
     """Membership inference on a model the DAG released (a run's JSON): ``n`` of its training records against ``n``
     test records, both drawn at random. The score is the float64 logit margin (:func:`margin_scores`), ties broken at
     random (:func:`dirdp.audit.stats.roc_random_ties`). Beside it, the **null**: the same score and records on the
-    same architecture at initialisation (:func:`initial_model`), which has seen no record, so its AUC measures how
+    same architecture at initialisation (:func:`dirdp.training.untrained_model`), which has seen no record, so its AUC measures how
     the score tells the training split from the test split without any membership (the splits differ: a trained
     model may read that difference more strongly than an untrained one, so the null is the split effect as an
     untrained model sees it, not a bound on it). And the old score, the float32 loss (Yeom et al. 2018), with its
@@ -80,7 +62,7 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     from pathlib import Path
 
     from dirdp import training
-    from dirdp.audit.stats import roc_at, roc_random_ties
+    from dirdp.audit.stats import roc_at, roc_random_ties, tied_records
     from dirdp.data import Split
     from dirdp.run_result import model_label, read_run
 
@@ -98,14 +80,13 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     z_in, z_out = _logits(net, members), _logits(net, others)
     attack = roc_random_ties(margin_scores(z_in, members.y), margin_scores(z_out, others.y),
                              generator=torch.Generator().manual_seed(seed + 1))
-    null_net = initial_model(result_path)
+    null_net, _ = training.untrained_model(result_path)
     null = roc_random_ties(margin_scores(_logits(null_net, members), members.y),
                            margin_scores(_logits(null_net, others), others.y),
                            generator=torch.Generator().manual_seed(seed + 2))
     loss_in = -F.cross_entropy(z_in.float(), members.y, reduction="none")  # the float32 loss score, as before
     loss_out = -F.cross_entropy(z_out.float(), others.y, reduction="none")
     loss = roc_at(loss_in, loss_out)
-    _, inv, cnt = torch.unique(torch.cat([loss_in, loss_out]), return_inverse=True, return_counts=True)
     return dict(method=method, model=f"{res['model']} ({model_label(read_run(result_path))})",
                 data=f"{res['dataset']}: {n} training vs {n} test records", q=res["q"], T=res["steps"],
                 claimed_eps=eps, certified_eps=float(res["epsilon"]), test_accuracy=res["test_accuracy"],
@@ -113,4 +94,4 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
                 null_model="initialisation (same architecture, the run's seed)", null_auc=null["auc"],
                 null_tpr_at_fpr_0_01=null["tpr_at_fpr_0.01"], null_tied_records=null["tied_records"],
                 auc_minus_null=attack["auc"] - null["auc"], loss_auc=loss["auc"],
-                loss_tpr_at_fpr_0_01=loss["tpr_at_fpr_0.01"], loss_tied_records=int((cnt[inv] > 1).sum()))
+                loss_tpr_at_fpr_0_01=loss["tpr_at_fpr_0.01"], loss_tied_records=tied_records(torch.cat([loss_in, loss_out])))

@@ -126,7 +126,12 @@ def roc_random_ties(scores_in: torch.Tensor, scores_out: torch.Tensor, *, genera
     order = order[torch.argsort(both[order], stable=True)]
     rank = torch.empty(len(both), dtype=torch.float64)
     rank[order] = torch.arange(len(both), dtype=torch.float64)
-    _, inverse, counts = torch.unique(both, return_inverse=True, return_counts=True)
     out = roc_at(rank[: len(s_in)], rank[len(s_in):], fprs=fprs)
-    out["tied_records"] = int((counts[inverse] > 1).sum())
+    out["tied_records"] = tied_records(both)
     return out
+
+
+def tied_records(scores: torch.Tensor) -> int:
+    """How many of ``scores`` equal another score."""
+    _, inverse, counts = torch.unique(scores.flatten(), return_inverse=True, return_counts=True)
+    return int((counts[inverse] > 1).sum())
