@@ -201,7 +201,9 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     assert released.auc.between(0, 1).all()
     subspace, _ = provenance.read_csv(work / "results/smoke/audit_subspace.csv")
     assert set(zip(subspace.method, subspace.adjacency)) >= {("alg1", "add"), ("alg1", "replace"), ("dpsgd", "add")}
-    assert (subspace[subspace.method == "alg1"].res0_max < 1e-12).all()  # no update leaves D's span without the canary
+    # no update leaves D's span without the canary (exact); the final-model statistic over T > 1 steps is not exact
+    exact = (subspace.method == "alg1") & ((subspace.adversary_sees == "every update") | (subspace["T"] == 1))
+    assert exact.any() and (subspace[exact].res0_max < 1e-12).all()
     bn, _ = provenance.read_csv(work / "results/smoke/audit_batchnorm.csv")
     assert bn.measure.str.startswith("influence").sum() == 3 and (work / "figures/smoke/audit_bn_influence.png").exists()
     assert "Subspace canary test" in index and "BatchNorm channel" in index

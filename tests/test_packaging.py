@@ -132,7 +132,8 @@ def _link_farm(farm: Path, names) -> None:
 
 
 def readme_library_example() -> str:
-    text = (REPO / "README.md").read_text()
+    """The library example of the docs (issue 35 moved it from the README to docs/library.md)."""
+    text = (REPO / "docs" / "library.md").read_text()
     section = text[text.index("\n## The library\n"):]
     return re.search(r"```python\n(.*?)```", section, flags=re.S)[1]
 
