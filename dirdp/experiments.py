@@ -17,6 +17,7 @@ makes one job per run and one notebook job per object.
 from __future__ import annotations
 
 import math
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,13 +209,24 @@ class Profile:
                                  f"precision: fp32|bf16}}. Found {e!r}.")
             width = None if e.get("width") is None or float(e["width"]) == self.width else float(e["width"])
             norm = "group" if e.get("norm") == "group" else None
-            precision = "bf16" if e.get("precision") == "bf16" else None
+            precision = "bf16" if e.get("precision", self.precision) == "bf16" else None
             for seed in e.get("seeds", [0]):
                 run = Run(OBJECTS[name].dataset, _eps(e["eps"]), int(seed), width=width, norm=norm,
                           precision=precision)
                 if run not in out:
                     out.append(run)
         return out
+
+    @property
+    def precision(self) -> str:
+        """The precision of the profile's Algorithm-1 runs that name none (``training: precision``; fp32 when
+        unset): a grid's own cells take their grid's ``precision`` over it, an ``extra`` entry its own. "bf16" =
+        bf16 autocast + channels_last, validated against fp32 for Algorithm 1 (results/cpu/precision_validation.csv);
+        the baselines always train in fp32 (bf16 is not validated for them)."""
+        value = self.training.get("precision") or "fp32"
+        if value not in PRECISIONS:
+            raise ValueError(f"training: precision is one of {', '.join(PRECISIONS)}. Found {value!r}.")
+        return value
 
     @property
     def width(self) -> float:
@@ -244,11 +256,14 @@ class Profile:
                 if m not in METHODS or m == "alg1":
                     raise ValueError(f"{name}: baselines are {', '.join(list(METHODS)[1:])}. Found {m!r}.")
             baselines = tuple((m, tuple(_eps(e) for e in grid)) for m, grid in baselines.items())
-        return get_object(name).runs(
+        runs = get_object(name).runs(
             seeds=g.get("seeds", self.training.get("seeds")),
             eps=None if eps is None else tuple(_eps(e) for e in eps),
             q_grid=None if g.get("q_grid") is None else tuple(float(q) for q in g["q_grid"]),
             alpha_lr=alpha_lr, baselines=baselines)
+        if g.get("precision", self.precision) != "bf16":
+            return runs
+        return [dataclasses.replace(r, precision="bf16") if r.method == "alg1" else r for r in runs]
 
     def all_runs(self) -> dict[str, Run]:
         """Every run of the profile, keyed by its result path (runs shared by objects appear once)."""
@@ -269,9 +284,8 @@ class Profile:
                             ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
             if value is not None:
                 args += [flag, str(value)]
-        if run.precision == "bf16":  # the run's own precision (its tag says bf16): autocast and channels_last
-            return args + ["--bf16", "--channels-last"]
-        return args + [flag for flag, key in (("--bf16", "bf16"), ("--channels-last", "channels_last")) if t.get(key)]
+        # the run's own precision (its tag says bf16): bf16 autocast and channels_last; fp32 otherwise
+        return args + (["--bf16", "--channels-last"] if run.precision == "bf16" else [])
 
     def campaign_queue(self) -> list[Run]:
         """Every run of the profile in the order a campaign trains them: the runs each entry of

@@ -160,14 +160,17 @@ FIXED_TARGETS = [f"{RES}/table6.csv", f"{RES}/table7.csv", f"{FIG}/h_of_r.pdf", 
                  f"{FIG}/headline.pdf"]
 # The BatchNorm audit reads the profile's released MNIST eps = 1 model (seed 0) and its --norm group twin where the
 # profile trains one: it runs where the profile trains the first.
-BN_RELEASED = Run("mnist", 1.0, 0).path(PROFILE.name)
-BN_GROUPNORM = Run("mnist", 1.0, 0, norm="group").path(PROFILE.name)
+# (fp32 where the profile trains that cell in fp32, else its bf16 run: the quick profile trains in bf16).
+BN_RELEASED, BN_GROUPNORM = (
+    next((p for p in paths if p in RUNS), paths[0])
+    for paths in ([Run("mnist", 1.0, 0, norm=n, precision=pr).path(PROFILE.name) for pr in (None, "bf16")]
+                  for n in (None, "group")))
 BN_TARGETS = [f"{RES}/audit_batchnorm.csv", f"{FIG}/audit_bn_influence.pdf"] if BN_RELEASED in RUNS else []
 FIXED_TARGETS += BN_TARGETS
 # The precision validation (bf16 + channels_last against fp32, MNIST eps = 1 seeds 0-2) runs where the profile trains
-# its bf16 runs (the cpu profile's extras).
+# both (the cpu profile: its fp32 grid and the bf16 extras).
 PV_TARGETS = ([f"{RES}/precision_validation.csv", f"{FIG}/precision_validation.pdf"]
-              if Run("mnist", 1.0, 0, precision="bf16").path(PROFILE.name) in RUNS else [])
+              if {Run("mnist", 1.0, 0, precision=p).path(PROFILE.name) for p in (None, "bf16")} <= set(RUNS) else [])
 FIXED_TARGETS += PV_TARGETS
 
 

@@ -175,6 +175,47 @@ def test_a_groupnorm_extra_run_is_its_own_run_with_its_own_tag_and_flag():
                                  grids=dict(table2_mnist=dict(extra=[{"eps": 1, "norm": "layer"}])))).runs("table2_mnist")
 
 
+def test_the_profiles_precision_reaches_algorithm_1_runs_that_name_none_and_no_baseline():
+    def runs(training=None, **grid):
+        prof = Profile.from_config(dict(profile="t", objects=["table2_mnist"],
+                                        training=dict(width=0.25, seeds=1, **(training or {})),
+                                        grids=dict(table2_mnist=dict(eps=[1], baselines={"tempered": [1]}, **grid))))
+        return prof, prof.runs("table2_mnist")
+
+    prof, got = runs(dict(precision="bf16"), extra=[{"eps": 2}, {"eps": 4, "precision": "fp32"}])
+    assert [r.tag for r in got] == ["alg1_bf16_eps1_seed0", "tempered_eps1_seed0", "alg1_bf16_eps2_seed0",
+                                    "alg1_eps4_seed0"]
+    assert [("--bf16" in prof.train_args(r), "--channels-last" in prof.train_args(r)) for r in got] == [
+        (True, True), (False, False), (True, True), (False, False)]
+    # a grid that says fp32 keeps its own cells fp32; its extras still take the profile's precision
+    _, got = runs(dict(precision="bf16"), precision="fp32", extra=[{"eps": 2}])
+    assert [r.tag for r in got] == ["alg1_eps1_seed0", "tempered_eps1_seed0", "alg1_bf16_eps2_seed0"]
+    _, got = runs(extra=[{"eps": 2}])  # no precision anywhere: fp32, as before
+    assert [r.tag for r in got] == ["alg1_eps1_seed0", "tempered_eps1_seed0", "alg1_eps2_seed0"]
+    with pytest.raises(ValueError, match="precision is one of fp32, bf16"):
+        _ = runs(dict(precision="fp16"))[0].precision
+
+
+def test_every_committed_cpu_result_has_the_precision_its_profile_run_says():
+    """The cpu profile adopted bf16 for new runs (issue 31); the runs it trained in fp32 before stay fp32: the
+    precision each run of the profile declares (its tag) is the one its committed result JSON records."""
+    from pathlib import Path
+
+    import json
+
+    from dirdp.run_result import precision
+
+    repo = Path(__file__).resolve().parents[1]
+    prof = Profile.load(repo / "config/cpu.yaml")
+    assert prof.precision == "bf16"
+    checked = 0
+    for path, run in prof.all_runs().items():
+        if (repo / path).exists():
+            assert precision(json.loads((repo / path).read_text())) == (run.precision or "fp32"), path
+            checked += 1
+    assert checked >= 20  # the committed campaign: fp32 grid cells and the bf16 validation seeds
+
+
 def test_a_groupnorm_run_is_its_own_row_beside_the_papers_model_and_not_in_its_figure_line(tmp_path):
     for seed, acc in enumerate([99.0, 99.1]):
         _fake_run(tmp_path, "t", f"alg1_eps1_seed{seed}", dataset="mnist", eps=1.0, seed=seed, test=acc)
