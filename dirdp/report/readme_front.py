@@ -72,3 +72,32 @@ def timings(src) -> str:
         out.append(f"| `{r.command}` | {'—' if _blank(r.profile) else r.profile} | {r.what} | {wall} | "
                    + " | ".join("—" if _blank(v) else str(v) for v in (r.processor, r.measured_utc, r.source)) + " |")
     return "\n".join(out)
+
+
+def precision(src) -> str:
+    """The precision the cpu and quick profiles train Algorithm 1 in, and why: the validation
+    (``precision_validation.csv``: bf16 - fp32 with its 95% interval, n and the verdict against the margin) and, per
+    processor a sweep ran on (``bench_sweep*.json``), the full-width Algorithm-1 step at two threads in fp32 and in
+    bf16 + channels_last, their ratio and the adopted configuration's fraction of that machine's bf16 peak."""
+    t = src.csv("precision_validation")
+    _columns(t, ["row", "n", "mean", "ci_lo", "ci_hi", "margin", "verdict"], f"{src.folder}/precision_validation.csv")
+    by = {r.row: r for r in t.itertuples()}
+    d = by.get("bf16 - fp32")
+    if d is None or _blank(d.ci_lo):
+        raise ReadmeError(f"{src.folder}/precision_validation.csv: no decided 'bf16 - fp32' row (its runs missing?)")
+    out = ["| MNIST eps = 1, 0.25x | fp32 | bf16 + channels_last | bf16 - fp32 [95% CI] | verdict (margin) |",
+           "|---|---|---|---|---|",
+           f"| test accuracy (%) | {acc(by['fp32'].mean, by['fp32'].std, int(by['fp32'].n))} | "
+           f"{acc(by['bf16'].mean, by['bf16'].std, int(by['bf16'].n))} | {d.mean:+.2f} [{d.ci_lo:+.2f}, "
+           f"{d.ci_hi:+.2f}] | {d.verdict} (±{d.margin:g}) |",
+           "", "| processor | fp32 s/step | bf16 + channels_last s/step | ratio | of the bf16 peak | sweep |",
+           "|---|---|---|---|---|---|"]
+    for path in sorted(src.folder.glob("bench_sweep*.json")):
+        rec = src.json(path.stem)
+        rows = {r["precision"]: r for r in rec["rows"]
+                if r["width"] == 1.0 and r["method"] == "alg1" and r["threads"] == 2}
+        if "fp32" in rows and "bf16+cl" in rows:
+            a, b = rows["fp32"], rows["bf16+cl"]
+            out.append(f"| {rec['cpu']} | {a['median_s']:.2f} | {b['median_s']:.2f} | **{b['vs_fp32']:.2f}x** | "
+                       f"{100 * b['fraction_of_peak']:.0f}% | `{path.name}` |")
+    return "\n".join(out)

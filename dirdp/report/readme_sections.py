@@ -226,6 +226,7 @@ def builders() -> dict:
     return {
         "findings": (front.findings, f"{r}/headline_cells.csv"),
         "timings": (front.timings, "results/timings.csv"),
+        "precision": (front.precision, f"{r}/precision_validation.csv, {r}/bench_sweep*.json"),
         "table7": (table7, f"{r}/table7.csv"),
         "table7-high-orders": (table7_high_orders, f"{r}/table7_high_orders.csv"),
         "runs-alg1": (runs_alg1, "results/runs/{p}/"),
