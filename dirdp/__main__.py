@@ -87,7 +87,7 @@ def _made_by(out) -> dict | None:
     try:
         rec = json.loads(out.read_text())
         config = {k: float(v) if v in ("inf", "-inf", "nan") else v for k, v in rec["provenance"]["config"].items()}
-        return RunConfig(**{"method": rec.get("method", "alg1"), **config}).identity()
+        return RunConfig(**{"method": rec.get("method", methods.DEFAULT), **config}).identity()
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -102,7 +102,7 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--eps", type=_eps, required=True, help="target epsilon > 0, or 'inf' for the non-private column")
     p.add_argument("--seed", type=int, default=0, help="seed of the model's initialisation, the sampler and the noise")
     p.add_argument("--out", required=True, help="result JSON (checkpoint beside it, as <out>.ckpt.pt)")
-    p.add_argument("--method", default="alg1", choices=list(methods.NAMES), help=methods.CLI_HELP)
+    p.add_argument("--method", default=methods.DEFAULT, choices=list(methods.NAMES), help=methods.CLI_HELP)
     g = p.add_argument_group("overrides of the paper's protocol (r* is recomputed for what actually runs)")
     g.add_argument("--steps", type=int, help="T (default: the preset's)")
     g.add_argument("--q", type=_rate, help=Q_HELP)

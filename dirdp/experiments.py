@@ -45,7 +45,7 @@ class Run:
     dataset: str
     eps: float
     seed: int
-    method: str = "alg1"
+    method: str = methods.DEFAULT
     optimizer: str | None = None  # None: SGD
     q: float | None = None  # None: the data set's (or the profile's) q
     alpha: float | None = None  # None: 3
@@ -128,7 +128,7 @@ OBJECTS: dict[str, PaperObject] = {o.name: o for o in [
                 alpha_lr=tuple((a, _LR_SMALL) for a in (0.1, 0.2, 0.3, 0.5))
                 + tuple((a, _LR_MID) for a in (1.0, 2.0, 3.0)) + tuple((a, _LR_LARGE) for a in (5.0, 10.0))),
     PaperObject("table2_mnist", "Table 2", "mnist", "Test accuracy (%) on MNIST, simplified Inception, delta = 1e-5",
-                eps=(0.5, 1, 2, 4, INF), baselines=(("tempered", (0.5, 1, 2, 4)), ("latent", (0.5, 1, 2, 4)))),
+                eps=(0.5, 1, 2, 4, INF), baselines=((methods.TEMPERED, (0.5, 1, 2, 4)), (methods.LATENT, (0.5, 1, 2, 4)))),
     PaperObject("table3_dermamnist", "Table 3", "dermamnist", "Test accuracy (%) on DermaMNIST, ResNet-9, delta = 1e-5",
                 eps=(1, 4, 7.42, INF)),
     PaperObject("table8_dermamnist_val", "Table 8", "dermamnist",
@@ -137,9 +137,10 @@ OBJECTS: dict[str, PaperObject] = {o.name: o for o in [
     PaperObject("table4_fashionmnist", "Table 4", "fashionmnist",
                 "Test accuracy (%) on FashionMNIST, simplified Inception, delta = 1e-5", eps=(0.5, 1, 2, 4, INF),
                 figures=("fig3a_fashionmnist",),
-                baselines=(("dpsgd", (0.5, 1, 2, 4)), ("tempered", (0.5, 1, 2, 4)), ("latent", (0.5, 1, 2, 4)))),
+                baselines=((methods.DPSGD, (0.5, 1, 2, 4)), (methods.TEMPERED, (0.5, 1, 2, 4)),
+                           (methods.LATENT, (0.5, 1, 2, 4)))),
     PaperObject("table5_svhn", "Table 5", "svhn", "Test accuracy (%) on SVHN, ResNet-18, delta = 1e-5",
-                eps=(1, 2, 3, 4, 6, 8, INF), figures=("fig3b_svhn",), baselines=(("dpsgd", (1, 2, 3, 4, 6, 8)),)),
+                eps=(1, 2, 3, 4, 6, 8, INF), figures=("fig3b_svhn",), baselines=((methods.DPSGD, (1, 2, 3, 4, 6, 8)),)),
     PaperObject("table9_sampling_rate", "Table 9", "cifar10",
                 "Test accuracy (%) on CIFAR10 at (4, 1e-5)-DP against the sampling rate q, T = 20000",
                 eps=(4,), axis="q", q_grid=(0.001, 0.01, 0.02, 0.04)),
@@ -238,7 +239,7 @@ class Profile:
         ``training: threads_by_width`` gives the run's model width, else ``training: threads`` (1 when unset).
         On CPU the thread count is part of what a run computes (it changes the order of float sums): the result
         records it per session (``provenance.sessions``)."""
-        width = (run.width or self.width) if run.method in ("alg1", "dpsgd") else None
+        width = (run.width or self.width) if methods.spec(run.method).scaled else None
         for entry in self.training.get("threads_by_width") or ():
             if width is not None and float(entry["width"]) == width:
                 return int(entry["threads"])
@@ -253,8 +254,8 @@ class Profile:
         baselines = g.get("baselines")
         if baselines is not None:
             for m in baselines:
-                if m not in METHODS or m == "alg1":
-                    raise ValueError(f"{name}: baselines are {', '.join(list(METHODS)[1:])}. Found {m!r}.")
+                if m not in methods.BASELINES:
+                    raise ValueError(f"{name}: baselines are {', '.join(methods.BASELINES)}. Found {m!r}.")
             baselines = tuple((m, tuple(_eps(e) for e in grid)) for m, grid in baselines.items())
         runs = get_object(name).runs(
             seeds=g.get("seeds", self.training.get("seeds")),
@@ -273,11 +274,11 @@ class Profile:
         """``python -m dirdp train`` arguments (without --out) for ``run`` in this profile."""
         t = self.training
         args = ["--dataset", run.dataset, "--eps", fmt(run.eps), "--seed", str(run.seed)]
-        if run.method != "alg1":
+        if run.method != methods.DEFAULT:
             args += ["--method", run.method]
         q = run.q if run.q is not None else t.get("q")
         # the profile's width shrinks the paper's models; Papernot's CNN and LATENT run as published
-        width = (run.width or t.get("width")) if run.method in ("alg1", "dpsgd") else None
+        width = (run.width or t.get("width")) if methods.spec(run.method).scaled else None
         for flag, value in [("--optimizer", run.optimizer), ("--q", q), ("--alpha", run.alpha), ("--lr", run.lr),
                             ("--width", width), ("--norm", run.norm), ("--steps", t.get("steps")),
                             ("--train-subset", t.get("train_subset")), ("--device", t.get("device")),

@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from dirdp import provenance
+from dirdp import methods, provenance
 from dirdp.presets import get_preset
 from dirdp.protocol import parse_eps
 
@@ -31,14 +31,15 @@ def read_run(path: str | Path) -> dict:
                f"q={rec['q']:.4g}" if not math.isclose(rec["q"], preset.q) else None,
                f"training subset {cfg['train_subset']}" if cfg.get("train_subset") else None]
     reduced = [r for r in reduced if r]
+    method = rec.get("method", methods.DEFAULT)
     return dict(
-        path=str(path), dataset=rec["dataset"], method=rec.get("method", "alg1"), eps=parse_eps(rec["eps_target"]),
+        path=str(path), dataset=rec["dataset"], method=method, eps=parse_eps(rec["eps_target"]),
         seed=rec["seed"], q=rec["q"], alpha=rec["alpha"], lr=cfg["lr"], optimizer=cfg["optimizer"], steps=rec["steps"],
         width=rec["width"], norm=_norm(rec), precision=precision(rec), rstar=rec["rstar"],
         certified_eps=None if rec["epsilon"] is None else parse_eps(rec["epsilon"]),
         test=rec["test_accuracy"], val=rec.get("val_accuracy"),
-        protocol=("LATENT protocol (local DP)" if rec.get("method") == "latent" else "paper protocol" if not reduced
-                  else "reduced protocol (" + ", ".join(reduced) + ")"),
+        protocol=(methods.spec(method).protocol or ("paper protocol" if not reduced
+                  else "reduced protocol (" + ", ".join(reduced) + ")")),
         width_label=rec["width_label"], device=rec["provenance"]["device"],
         git_commit=rec["provenance"]["git_commit"], dirty=provenance.dirty(rec["provenance"]),
         wall_time_s=rec["wall_time_s"],
@@ -47,7 +48,7 @@ def read_run(path: str | Path) -> dict:
         # LATENT's exact LDP loss (worst case, and the median over pairs of real records) and string length
         epsilon_prv=rec.get("epsilon_prv"), noise_multiplier=rec.get("noise_multiplier"),
         eps_ldp_worst_case=rec.get("eps_ldp_worst_case"), eps_pair_median=rec.get("eps_pair_median"),
-        latent_string_length=(rec.get("latent") or {}).get("string_length"),
+        latent_string_length=(rec.get(methods.LATENT) or {}).get("string_length"),  # LATENT's record, under its key
     )
 
 
@@ -55,7 +56,7 @@ def model_label(run: dict) -> str:
     """A run's width label (from :func:`read_run`), with ", GroupNorm" where Algorithm 1 ran with GroupNorm
     (``--norm group``; not the paper's model) and ", bf16" where the model ran under bf16 autocast: the one label the
     tables and the audits give a released model."""
-    return (run["width_label"] + (", GroupNorm" if run["norm"] == "group" and run["method"] == "alg1" else "")
+    return (run["width_label"] + (", GroupNorm" if run["norm"] == "group" and methods.norm_chosen(run["method"]) else "")
             + (", bf16" if run.get("precision") == "bf16" else ""))
 
 
@@ -71,6 +72,7 @@ def _norm(rec: dict) -> str:
     (BatchNorm replaced), else batch."""
     if rec.get("norm"):
         return rec["norm"]
-    if rec.get("method") == "latent" or rec["provenance"]["config"].get("model") == "papernot_cnn":
+    own = methods.spec(rec.get("method", methods.DEFAULT)).norm  # what the method's spec says its model has
+    if own == "none" or rec["provenance"]["config"].get("model") == "papernot_cnn":
         return "none"
-    return "group" if rec.get("method") == "dpsgd" else "batch"
+    return own or "batch"

@@ -54,7 +54,7 @@ class RunConfig:
     lr: float
     optimizer: str
     model: str
-    method: str = "alg1"  # a key of METHODS
+    method: str = methods.DEFAULT  # a key of METHODS
     max_grad_norm: float = 1.0  # DP-SGD's clipping norm C
     latent_alpha: float = 7.0  # LATENT's privacy-budget coefficient
     width: float = 1.0
@@ -98,7 +98,7 @@ def make_config(dataset: str, eps: float, seed: int = 0, **overrides) -> RunConf
     Adam defaults to lr = 0.001 (Appendix G); CIFAR-10 turns augmentation on."""
     p = get_preset(dataset)
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    method = methods.get(overrides.get("method", "alg1"))
+    method = methods.get(overrides.get("method", methods.DEFAULT))
     optimizer = overrides.pop("optimizer", None) or method.optimizer or "sgd"  # LATENT's FC module: Adam
     if optimizer not in ("sgd", "adam"):
         raise ValueError(f"optimizer must be 'sgd' or 'adam'. Found {optimizer!r}.")
@@ -140,10 +140,10 @@ def _validated(cfg: RunConfig) -> RunConfig:
     for field in ("eval_every", "log_every", "checkpoint_every"):
         need(getattr(cfg, field) >= 1, field, "at least 1 step")
     need(0 < cfg.max_grad_norm < math.inf, "max_grad_norm", "> 0 and finite")
-    need(cfg.model in MODELS or cfg.model == "latent", "model", f"one of {', '.join(MODELS)}")
+    need(cfg.model in MODELS or cfg.model in methods.NON_IMAGE_MODELS, "model", f"one of {', '.join(MODELS)}")
     need(cfg.norm in NORMS, "norm", f"one of {', '.join(NORMS)}")
-    need(cfg.norm == "batch" or cfg.method != "latent", "norm", "batch for LATENT (its modules have no "
-                                                                  "normalisation layer)")
+    need(cfg.norm == "batch" or getattr(methods.SPECS.get(cfg.method), "images", True), "norm",
+         f"batch for {methods.LABELS.get(cfg.method)} (its modules have no normalisation layer)")
     try:
         device = torch.device(cfg.device)
     except (RuntimeError, ValueError):
@@ -271,7 +271,7 @@ def untrained_model(result_path: str | os.PathLike) -> tuple[torch.nn.Module, Ru
     """(the run's model at initialisation, drawn from the run's seed without touching the global random state, in
     eval mode; the run's config on the CPU): the architecture a result JSON names, before any record was seen."""
     result = json.loads(Path(result_path).read_text())
-    cfg = RunConfig(**{"method": result.get("method", "alg1"), **result["provenance"]["config"], "device": "cpu"})
+    cfg = RunConfig(**{"method": result.get("method", methods.DEFAULT), **result["provenance"]["config"], "device": "cpu"})
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed)
         try:

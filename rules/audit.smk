@@ -44,7 +44,7 @@ rule audit_released_models:
         deps(
             "notebooks/audit_released_models.ipynb",
             sources("dirdp/audit.py"),
-            run_inputs(sorted(p for p, run in RUNS.items() if run.method != "latent")),
+            run_inputs(sorted(p for p, run in RUNS.items() if methods.spec(run.method).images)),
         ),
     output:
         *report_outputs(

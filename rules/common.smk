@@ -13,6 +13,7 @@ import sys
 from snakemake.settings.enums import RerunTrigger
 from snakemake.settings.types import DeploymentMethod
 
+from dirdp import methods
 from dirdp.experiments import OBJECTS, Profile, Run, missing_data_message
 from dirdp.report import object_notebook, profile_run_paths
 

@@ -19,6 +19,7 @@ from typing import NamedTuple
 import torch
 import torch.nn.functional as F
 
+from dirdp import methods
 from dirdp.audit.stats import audit_threshold
 
 AUDIT_GRID = 7  # images average-pooled 4x4 to 7x7: a linear model of 10 x 49 weights per trial
@@ -42,11 +43,9 @@ def _noise_for(method: str, *, eps: float, q: float, steps: int, delta: float, a
     same one training uses): Algorithm 1 at r* (Eq. 1) certified by Theorem 10, or DP-SGD at the noise
     multiplier Opacus' RDP accountant calibrates for (eps, delta). Used by :func:`canary_audit`,
     :func:`dirdp.audit.inversion.inversion_experiment` and :func:`dirdp.audit.inversion.dense_reconstruction`."""
-    from dirdp import methods
     from dirdp.protocol import Protocol
 
-    if method not in ("alg1", "dpsgd"):
-        raise ValueError(f"method must be 'alg1' or 'dpsgd'. Found {method!r}.")
+    methods.audited(method)  # a ValueError for a method the audit does not train
     noise = methods.get(method).calibrate(eps, Protocol(alpha=alpha, q=q, steps=steps, delta=delta))
     return _Noise(r=noise.r, noise_multiplier=noise.sigma, certified_eps=noise.privacy["epsilon"])
 
@@ -113,9 +112,8 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
     sequence of updates shows)."""
     from dirdp.mechanism import dirichlet_nll
 
-    if method not in ("alg1", "dpsgd"):
-        raise ValueError(f"method must be 'alg1' or 'dpsgd'. Found {method!r}.")
-    if method == "alg1" and r is None:
+    kind = methods.audited(method)  # how the method steps (its spec): Dirichlet loss or clipped + noise
+    if kind == methods.DIRICHLET and r is None:
         raise ValueError("Algorithm 1 needs its scale r.")
     x, y = problem.x, problem.y
     if with_canary:
@@ -134,7 +132,7 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
         if len(pairs):
             feats = xb[r_idx]
             logits = torch.einsum("pkd,pd->pk", W[t_idx], feats).requires_grad_(True)
-            if method == "alg1":
+            if kind == methods.DIRICHLET:
                 counts = torch.bincount(t_idx, minlength=trials).to(W.dtype)
                 loss = dirichlet_nll(logits, y[r_idx], r=r, alpha=alpha, generator=g, reduction="none")
                 (loss / counts[t_idx]).sum().backward()
@@ -145,7 +143,7 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
                 norms = grads.flatten(1).norm(dim=1)
                 grads = grads * (max_grad_norm / (norms + _CLIP_STABILISER)).clamp(max=1.0)[:, None, None]
             step.index_add_(0, t_idx, grads.detach())
-        if method == "dpsgd":
+        if kind == methods.CLIPPED:
             step += noise_multiplier * max_grad_norm * torch.randn(W.shape, dtype=W.dtype, generator=g)
             step /= q * n_dprime  # a constant of the protocol, the same in both worlds
         elif not len(pairs):
@@ -180,7 +178,8 @@ def canary_audit(problem: CanaryProblem, *, method: str, q: float, steps: int, e
     t0 = time.perf_counter()
     noise = _noise_for(method, eps=eps, q=q, steps=steps, delta=delta, alpha=alpha)
     certified = noise.certified_eps
-    if method == "alg1":
+    dirichlet = methods.audited(method) == methods.DIRICHLET
+    if dirichlet:
         kw = dict(r=noise.r, alpha=alpha)
         param = f"r*={noise.r:.4f}"
     else:
@@ -195,7 +194,7 @@ def canary_audit(problem: CanaryProblem, *, method: str, q: float, steps: int, e
         rows.append(dict(method=method, model=CANARY_MODEL, q=q, T=steps, guarantee=f"central ({eps:g}, {delta:g})-DP",
                          claimed_eps=eps, certified_eps=certified, mechanism=param, statistic=stat,
                          eps_lower_bound=lb.epsilon,
-                         eps_exact_bound=never_sampled_bound(q=q, steps=steps, delta=delta) if method == "alg1"
+                         eps_exact_bound=never_sampled_bound(q=q, steps=steps, delta=delta) if dirichlet
                          else math.nan,
                          dprime_stat_max=float(worlds[0][stat].max()), fpr=lb.fpr, fnr=lb.fnr,
                          fpr_upper=lb.fpr_upper, fnr_upper=lb.fnr_upper, trials_per_world=trials,
@@ -229,7 +228,7 @@ def latent_audit(x_a: torch.Tensor, x_b: torch.Tensor, *, eps: float, trials: in
 
     stats_ = {w: llr(latent.randomize(bits[1 - w].expand(trials, -1), probs, generator=g)) for w in (0, 1)}
     lb, thr = audit_threshold(stats_[0], stats_[1], delta=0.0)
-    return dict(method="latent", model=f"LATENT layer (untrained conv, {mechanism.upper()}), one release", q=1.0, T=1,
+    return dict(method=methods.LATENT, model=f"LATENT layer (untrained conv, {mechanism.upper()}), one release", q=1.0, T=1,
                 guarantee=f"local {eps:g}-DP per record", claimed_eps=eps,
                 certified_eps=float(latent.pair_epsilon(bits[0], bits[1], probs)),
                 mechanism=f"alpha={alpha:g}, L={bits.shape[1]}", statistic="log-likelihood ratio",

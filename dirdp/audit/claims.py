@@ -23,6 +23,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from dirdp import methods
+
 ADJACENCY_NAMES = {"add": "add/remove", "replace": "replace one"}
 
 
@@ -54,7 +56,8 @@ def matched_claim(method: str, adjacency: str, *, q: float, eps: float, certifie
         raise ValueError(f"adjacency must be one of {tuple(ADJACENCY_NAMES)}. Found {adjacency!r}.")
     if not 0 < q <= 1:
         raise ValueError(f"q must lie in (0, 1]. Found q={q}.")
-    if method == "alg1":
+    kind = methods.audited(method)  # a ValueError for a method the audit does not train
+    if kind == methods.DIRICHLET:
         if q >= 1:
             if adjacency == "replace":
                 return MatchedClaim(adjacency, eps, delta, accountant or "Lemma 9 composed, Lemma 13 (replace one)")
@@ -64,12 +67,10 @@ def matched_claim(method: str, adjacency: str, *, q: float, eps: float, certifie
             return MatchedClaim(adjacency, eps, delta, "Theorem 10 (add/remove, Definition 2)")
         e2, d2 = group_privacy(eps, delta)
         return MatchedClaim(adjacency, e2, d2, "Theorem 10, replace = remove + add (group privacy)")
-    if method == "dpsgd":
-        if adjacency == "add":
-            return MatchedClaim(adjacency, certified, delta, "Opacus RDP (add/remove)")
-        e2, d2 = group_privacy(certified, delta)
-        return MatchedClaim(adjacency, e2, d2, "Opacus RDP, replace = remove + add (group privacy)")
-    raise ValueError(f"method must be 'alg1' or 'dpsgd'. Found {method!r}.")
+    if adjacency == "add":  # CLIPPED: DP-SGD
+        return MatchedClaim(adjacency, certified, delta, "Opacus RDP (add/remove)")
+    e2, d2 = group_privacy(certified, delta)
+    return MatchedClaim(adjacency, e2, d2, "Opacus RDP, replace = remove + add (group privacy)")
 
 
 def verdict(eps_lower_bound: float, claimed_eps: float, most: float) -> str:

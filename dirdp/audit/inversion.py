@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dirdp import methods
 from dirdp.audit.attacks import (invert_gradients, logit_grad_from_update, match_to_truth, mlp, psnr,
                                  reconstruct_dense_first_layer, ssim)
 from dirdp.audit.canary import _noise_for
@@ -36,7 +37,7 @@ def dense_reconstruction(images: torch.Tensor, labels: torch.Tensor, *, eps: flo
     largest |pixel|, PSNR, SSIM) and the reconstructions, shaped like ``images``."""
     from dirdp.mechanism import dirichlet_nll
 
-    r = _noise_for("alg1", eps=eps, q=q, steps=steps, delta=delta, alpha=alpha).r
+    r = _noise_for(methods.ALG1, eps=eps, q=q, steps=steps, delta=delta, alpha=alpha).r
     rows, found = [], []
     for i in range(len(images)):
         torch.manual_seed(seed + i)
@@ -51,7 +52,7 @@ def dense_reconstruction(images: torch.Tensor, labels: torch.Tensor, *, eps: flo
         dW, db = (p.detach() - b for p, b in list(zip(net.parameters(), before))[:2])
         x_hat = reconstruct_dense_first_layer(dW, db).view_as(x)
         found.append(x_hat)
-        rows.append(dict(attack="dense first layer, analytic", model="MLP 784-100-10", method="alg1", image=i,
+        rows.append(dict(attack="dense first layer, analytic", model="MLP 784-100-10", method=methods.ALG1, image=i,
                          batch_size=1, claimed_eps=eps, rstar=r,
                          max_rel_error=float((x_hat - x).abs().max() / x.abs().max()),
                          psnr=float(psnr(x_hat, x)), ssim=float(ssim(x_hat, x))))
@@ -67,11 +68,9 @@ def _parameter_update(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, met
     from dirdp.mechanism import dirichlet_nll
 
     params = [p for p in model.parameters() if p.requires_grad]
-    if method == "alg1":
+    if methods.audited(method) == methods.DIRICHLET:  # else CLIPPED; a ValueError for a method the audit does not train
         loss = dirichlet_nll(model(x), y, r=r, alpha=alpha, generator=generator)
         return [gr.detach() for gr in torch.autograd.grad(loss, params)]
-    if method != "dpsgd":
-        raise ValueError(f"method must be 'alg1' or 'dpsgd'. Found {method!r}.")
     total = [torch.zeros_like(p) for p in params]
     for i in range(len(x)):  # per-example gradients (batches here are small)
         gi = torch.autograd.grad(F.cross_entropy(model(x[i:i + 1]), y[i:i + 1]), params)
@@ -94,7 +93,8 @@ def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *
 
     noise = _noise_for(method, eps=eps, q=q, steps=steps_T, delta=delta, alpha=alpha)
     kw: dict = dict(method=method, alpha=alpha)
-    if method == "alg1":
+    dirichlet = methods.audited(method) == methods.DIRICHLET
+    if dirichlet:
         kw["r"] = noise.r
     else:
         kw.update(noise_multiplier=noise.noise_multiplier, expected_batch=q * n_train)
@@ -106,13 +106,13 @@ def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *
         start += b
         torch.manual_seed(seed)
         model = model_fn()
-        if method == "dpsgd":
+        if not dirichlet:  # DP-SGD's model: BatchNorm -> GroupNorm, as its spec declares
             model = dpsgd.make_compatible(model)
         model.train()
         gen = torch.Generator().manual_seed(seed + b)
         t0 = time.perf_counter()
         observed = _parameter_update(model, x, y, generator=gen, **kw)
-        known = logit_grad_from_update(observed) if b == 1 and method == "alg1" else None
+        known = logit_grad_from_update(observed) if b == 1 and dirichlet else None
         found = match_to_truth(invert_gradients(model, observed, tuple(x.shape), logit_grad=known,
                                                 steps=attack_steps, bounds=(lo, hi), seed=seed), x)
         p, s = psnr(found, x), ssim(found, x)

@@ -11,7 +11,10 @@ import math
 import torch
 import torch.nn.functional as F
 
+from dirdp import methods
 from dirdp.audit.attacks import loss_threshold_attack
+
+NON_PRIVATE = "non-private"  # the method column of a row at eps = inf (whatever method trained it): no method's key
 
 
 def membership_experiment(members, non_members, *, method: str, eps: float, q: float, steps: int, out_dir,
@@ -30,7 +33,7 @@ def membership_experiment(members, non_members, *, method: str, eps: float, q: f
     res = training.train(cfg, out, data={"train": members, "test": non_members}, progress=False)
     net, _ = training.load_trained(out, with_data=False)  # the members and non-members are given
     attack = loss_threshold_attack(net, members, non_members)
-    return dict(method=method if math.isfinite(eps) else "non-private", model=model, data=f"{dataset}: {len(members)} members, {len(non_members)} non-members",
+    return dict(method=method if math.isfinite(eps) else NON_PRIVATE, model=model, data=f"{dataset}: {len(members)} members, {len(non_members)} non-members",
                 q=q, T=steps, claimed_eps=eps, certified_eps=res["epsilon"],
                 test_accuracy=res["test_accuracy"], **attack, wall_time_s=res["wall_time_s"])
 
@@ -76,7 +79,7 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     members, others = pick(data["train"]), pick(data["test"])
     res = json.loads(Path(result_path).read_text())
     eps = float(res["eps_target"])  # the JSON stores inf as "inf"
-    method = res.get("method", "alg1") if math.isfinite(eps) else "non-private"
+    method = res.get("method", methods.DEFAULT) if math.isfinite(eps) else NON_PRIVATE
     z_in, z_out = _logits(net, members), _logits(net, others)
     attack = roc_random_ties(margin_scores(z_in, members.y), margin_scores(z_out, others.y),
                              generator=torch.Generator().manual_seed(seed + 1))

@@ -49,6 +49,7 @@ from torch.func import functional_call, grad, jacrev, vmap
 from dirdp.audit.subspace_rows import audit_rows, verdict  # noqa: F401  (the rows; re-exported here)
 from dirdp.audit.subspace_setup import (ADJACENCIES, METHODS, Claim, audit_model, claim, load_problem,
                                         model_label)
+from dirdp.methods import ALG1
 
 
 def flat(tensors) -> torch.Tensor:
@@ -111,7 +112,7 @@ def sgd_update(model, x, y, c: Claim, *, expected_batch: float, max_grad_norm: f
 
     params = list(model.parameters())
     before = flat(params)
-    if c.method == "alg1":
+    if c.dirichlet:
         if not len(x):
             return None
         loss = dirichlet_nll(model(x), y, r=c.r, alpha=c.alpha, generator=generator)
@@ -145,7 +146,7 @@ def _run_world(base, problem, c: Claim, adjacency: str, world: int, *, basis0, d
     sampled, moved = False, False
     for _ in range(c.steps):
         idx = sampler.sample()
-        if c.method == "alg1" and not len(idx):
+        if c.dirichlet and not len(idx):
             continue  # no update: nothing to observe
         basis = None
         if every_update:
@@ -266,7 +267,7 @@ def subspace_audit_rows(model_name: str = "papernot_cnn", width: float = 1.0, **
     return audit_rows(subspace_residuals(model_name, width, **kw))
 
 
-def subspace_audit(model_name: str = "papernot_cnn", width: float = 1.0, method: str = "alg1",
+def subspace_audit(model_name: str = "papernot_cnn", width: float = 1.0, method: str = ALG1,
                    adjacency: str = "add", *, q: float = 1.0, steps: int = 1, trials: int = 100, n_records: int = 20,
                    seed: int = 0, **kw) -> dict:
     """The first row of one (method, adjacency) pair: :func:`subspace_audit_rows` with one method and one

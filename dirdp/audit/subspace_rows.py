@@ -65,9 +65,9 @@ def audit_rows(res: dict) -> list[dict]:
             trials = res["trials"]
             rows.append(dict(
                 method=method, model=res["model"], adjacency=adjacency, q=c.q, T=c.steps, paper_eps=c.paper_eps,
-                claimed_eps=c.eps, claimed_by=c.accountant if method == "alg1" else "alg1's claim at this (q, T)",
+                claimed_eps=c.eps, claimed_by=c.accountant if c.dirichlet else "alg1's claim at this (q, T)",
                 certified_eps=c.certified, lr=c.lr,
-                mechanism=c.mechanism + (f", C={res['max_grad_norm']:g}" if method == "dpsgd" else ""),
+                mechanism=c.mechanism + (f", C={res['max_grad_norm']:g}" if not c.dirichlet else ""),
                 statistic=statistic, adversary_sees=sees,
                 matched_claim_eps=m.eps, matched_claim_delta=m.delta, matched_claim_by=m.by,
                 trials_per_world=trials, held_out_per_world=lb.n_negatives, eps_lower_bound=lb.epsilon,
@@ -82,6 +82,6 @@ def audit_rows(res: dict) -> list[dict]:
                 # exact where world 0's statistic is 0 in exact arithmetic: Algorithm 1's every-update statistic (at
                 # T = 1 also its final model); the event "statistic != 0" then has probability 0 without the canary
                 no_finite_eps_below_delta=(-math.expm1(c.steps * math.log1p(-c.q)) if c.q < 1 else 1.0)
-                if method == "alg1" and stat == "world" else math.nan,
+                if c.dirichlet and stat == "world" else math.nan,
                 verdict=verdict(lb.epsilon, m.eps, ceiling)))
     return rows

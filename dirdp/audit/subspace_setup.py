@@ -20,8 +20,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from dirdp import methods
+
 ADJACENCIES = ("add", "replace")
-METHODS = ("alg1", "dpsgd")
+METHODS = methods.AUDITED  # the methods whose step the audit takes (alg1, dpsgd: their specs' ``audit``)
 
 
 def audit_model(name: str, width: float, *, seed: int, dtype: torch.dtype = torch.float32) -> nn.Module:
@@ -108,6 +110,11 @@ class Claim:
     paper_eps: float = math.nan
 
     @property
+    def dirichlet(self) -> bool:
+        """Whether the method steps by the Dirichlet loss (Algorithm 1), not by clipped gradients plus noise."""
+        return methods.audited(self.method) == methods.DIRICHLET
+
+    @property
     def mechanism(self) -> str:
         return f"r={self.r:.4f}" if self.r is not None else f"sigma={self.sigma:.4f}"
 
@@ -177,7 +184,7 @@ def claim(method: str, *, q: float, steps: int, eps: float = 1.0, preset: str = 
         claimed, order, how = spend.epsilon, spend.order, "Theorem 10"
     common = dict(method=method, q=q, steps=int(steps), eps=claimed, delta=p.delta, alpha=p.alpha,
                   lr=p.lr if lr is None else lr, paper_eps=eps)
-    if method == "alg1":
+    if methods.audited(method) == methods.DIRICHLET:
         return Claim(certified=claimed, r=r, order=order, accountant=how, **common)
     sigma, certified = dpsgd_sigma(claimed, q, int(steps), p.delta)
     return Claim(certified=certified, sigma=sigma, accountant="Opacus RDP", **common)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from dirdp.bench.core import _dpsgd_step, _interleaved, _losses, _peak_memory, _setup, _step
+from dirdp.bench.core import ALG1, DPSGD, NONPRIVATE, _dpsgd_step, _interleaved, _losses, _peak_memory, _setup, _step
 from dirdp.bench.projection import _hours, print_campaign_bench, project
 
 # precision -> (bf16 autocast, channels_last for model and input)
@@ -47,25 +47,25 @@ def _campaign_row(name: str, width: float, dev: torch.device, precision: str, *,
     model, x = _to_format(model, x, channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     losses = _losses(g, r, alpha)
-    steps = {k: _step(model, opt, x, y, losses[k], dev, bf16) for k in ("nonprivate", "alg1")}
+    steps = {k: _step(model, opt, x, y, losses[k], dev, bf16) for k in (NONPRIVATE, ALG1)}
     note = dpsgd if isinstance(dpsgd, str) else None if dpsgd else "not asked (dpsgd=False)"
     if dpsgd is True:
         try:
-            steps["dpsgd"] = _campaign_dpsgd(name, width, dev, bf16, channels_last, batch)
+            steps[DPSGD] = _campaign_dpsgd(name, width, dev, bf16, channels_last, batch)
         except Exception as e:  # noqa: BLE001 - Opacus cannot run this model at this precision: the row goes on
             note = f"Opacus failed at {precision}: {type(e).__name__}: {e}"[:400]
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
     med, peak = _interleaved(steps, reps, warmup), _peak_memory(steps, dev)
-    t_dp = med.get("dpsgd")
+    t_dp = med.get(DPSGD)
     return dict(model=name, width=width, batch=int(x.shape[0]), precision=precision, device=str(dev),
                 device_name=torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
                 threads=torch.get_num_threads(), torch=torch.__version__, reps=reps,
-                nonprivate_s=med["nonprivate"], algorithm1_s=med["alg1"], dpsgd_s=t_dp, dpsgd_note=note,
+                nonprivate_s=med[NONPRIVATE], algorithm1_s=med[ALG1], dpsgd_s=t_dp, dpsgd_note=note,
                 dpsgd_model="GroupNorm (Opacus-compatible)" if name != "papernot_cnn" else "as published (no norm)",
-                peak_mem_gib={"nonprivate": peak["nonprivate"], "algorithm1": peak["alg1"], "dpsgd": peak.get("dpsgd")},
-                dpsgd_over_algorithm1=None if t_dp is None else t_dp / med["alg1"],
-                algorithm1_over_nonprivate=med["alg1"] / med["nonprivate"])
+                peak_mem_gib={NONPRIVATE: peak[NONPRIVATE], "algorithm1": peak[ALG1], DPSGD: peak.get(DPSGD)},
+                dpsgd_over_algorithm1=None if t_dp is None else t_dp / med[ALG1],
+                algorithm1_over_nonprivate=med[ALG1] / med[NONPRIVATE])
 
 
 def campaign_bench(models=("inception", "resnet18"), *, device: str = "cuda", width: float = 1.0, reps: int = 10,

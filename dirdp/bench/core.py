@@ -16,6 +16,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from dirdp import methods
+from dirdp.bench.projection import ALG1, DPSGD, NONPRIVATE  # the kinds of timed step
 from dirdp.data import get_spec
 from dirdp.mechanism import dirichlet_nll
 from dirdp.models import build_model
@@ -61,8 +63,8 @@ def _cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def _losses(g: torch.Generator, r: float, alpha: float) -> dict:
     """kind -> loss(logits, y): cross-entropy (non-private) or the Dirichlet mechanism's (Algorithm 1)."""
-    return {"nonprivate": _cross_entropy,
-            "alg1": lambda z, y: dirichlet_nll(z, y, r=r, alpha=alpha, generator=g)}
+    return {NONPRIVATE: _cross_entropy,
+            ALG1: lambda z, y: dirichlet_nll(z, y, r=r, alpha=alpha, generator=g)}
 
 
 def _step(model, opt, x, y, loss, dev: torch.device, bf16: bool = False):
@@ -121,8 +123,8 @@ def bench_model(name: str, *, width: float = 1.0, reps: int = 5, device: str = "
         x = x.contiguous(memory_format=torch.channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     losses = _losses(g, r, alpha)
-    med = _interleaved({k: _step(model, opt, x, y, losses[k], dev, bf16) for k in ("nonprivate", "alg1")}, reps)
-    t_plain, t_private = med["nonprivate"], med["alg1"]
+    med = _interleaved({k: _step(model, opt, x, y, losses[k], dev, bf16) for k in (NONPRIVATE, ALG1)}, reps)
+    t_plain, t_private = med[NONPRIVATE], med[ALG1]
     return dict(model=name, width=width, batch=preset.batch_size, device=str(dev), threads=torch.get_num_threads(),
                 bf16=bf16, channels_last=channels_last, reps=reps, nonprivate_s=t_plain, algorithm1_s=t_private,
                 ratio=t_private / t_plain, steps_per_s=1.0 / t_private)
@@ -150,13 +152,13 @@ def bench_baselines(name: str, *, width: float = 1.0, reps: int = 5, r: float = 
     plain_opt = torch.optim.SGD(net.parameters(), lr=1e-6)
     twin = copy.deepcopy(net)  # same architecture and weights; Opacus' hooks stay off the non-private one
     losses = _losses(g, r, alpha)
-    steps = {k: _step(net, plain_opt, x, y, losses[k], dev) for k in ("nonprivate", "alg1")}
-    steps["dpsgd"] = _dpsgd_step(twin, x, y, g, dev, False, noise_multiplier)
+    steps = {k: _step(net, plain_opt, x, y, losses[k], dev) for k in (NONPRIVATE, ALG1)}
+    steps[DPSGD] = _dpsgd_step(twin, x, y, g, dev, False, noise_multiplier)
     med = _interleaved(steps, reps)
     return dict(model=name, width=width, batch=preset.batch_size, norm="GroupNorm (Opacus-compatible)",
                 threads=torch.get_num_threads(), reps=reps,
-                nonprivate_s=med["nonprivate"], algorithm1_s=med["alg1"], dpsgd_s=med["dpsgd"],
-                dpsgd_over_algorithm1=med["dpsgd"] / med["alg1"])
+                nonprivate_s=med[NONPRIVATE], algorithm1_s=med[ALG1], dpsgd_s=med[DPSGD],
+                dpsgd_over_algorithm1=med[DPSGD] / med[ALG1])
 
 
 def main(models, *, width: float, reps: int, device: str, bf16: bool, channels_last: bool,
@@ -172,7 +174,7 @@ def main(models, *, width: float, reps: int, device: str, bf16: bool, channels_l
               f"{row['ratio']:6.3f}", flush=True)
     if baselines:
         print(f"\nsame Opacus-compatible model (GroupNorm), same batch:\n{'model':12s} {'width':>5s} {'batch':>5s} "
-              f"{'non-private':>11s} {'Algorithm 1':>11s} {'DP-SGD':>9s} {'DP-SGD / Alg. 1':>15s}")
+              f"{'non-private':>11s} {methods.label(ALG1):>11s} {methods.label(DPSGD):>9s} {'DP-SGD / Alg. 1':>15s}")
         for name in [*models, "papernot_cnn"]:
             row = bench_baselines(name, width=width if name != "papernot_cnn" else 1.0, reps=reps)
             rows.append(row)

@@ -5,25 +5,32 @@ from __future__ import annotations
 
 import math
 
+from dirdp import methods
 from dirdp.presets import PRESETS
+
+# the kinds of timed step, and their keys in the rows' dicts: plain cross-entropy (no method: what eps = inf trains;
+# "nonprivate" in the rows) and the methods' own steps, under their registry keys
+NONPRIVATE = "nonprivate"
+ALG1, DPSGD = methods.ALG1, methods.DPSGD
 
 
 def _run_cost(run, training: dict, rows: dict, precision: str) -> tuple:
     """(model, reason, steps, seconds, batch scaled?) of one training run from the benchmark rows
     (by (model, width)); reason is None if the run is projected, else why not (and the rest None)."""
     preset = PRESETS[run.dataset]
-    if run.method == "latent":
-        return "latent", "LATENT: its own model and training, not benchmarked", None, None, None
-    model = "papernot_cnn" if run.method == "tempered" else preset.model
-    width = 1.0 if run.method == "tempered" else float(training.get("width") or 1.0)
+    spec = methods.spec(run.method)  # what the method trains (its model, at the profile's width or as published)
+    if spec.bench is None:           # and which column of a row times its private step
+        return spec.model, f"{spec.label}: its own model and training, not benchmarked", None, None, None
+    model = spec.model or preset.model
+    width = float(training.get("width") or 1.0) if spec.scaled else 1.0
     row = rows.get((model, width))
     if row is None:
         return model, f"no {precision} row for {model} at width {width:g}", None, None, None
     private = math.isfinite(run.eps)
-    if run.method == "alg1":
-        key = "algorithm1_s" if private else "nonprivate_s"
-    elif private:
-        key = "dpsgd_s"
+    if private:
+        key = spec.bench
+    elif spec.norm is None:  # eps = inf trains the run's own model (Algorithm 1's column): the benchmarked one
+        key = "nonprivate_s"
     elif model == "papernot_cnn":  # no normalisation layers: its non-private model is the benchmarked one
         key = "nonprivate_s"
     else:
@@ -97,7 +104,7 @@ def print_campaign_bench(rows, projection: dict | None = None) -> None:
     print(f"device {rows[0]['device'] if rows else '?'} ({rows[0]['device_name'] if rows else '?'}), "
           f"seconds per step, medians of {rows[0]['reps'] if rows else '?'} interleaved steps\n{head}")
     for r in rows:
-        mem = "/".join(num(r["peak_mem_gib"][k], ".2f") for k in ("nonprivate", "algorithm1", "dpsgd"))
+        mem = "/".join(num(r["peak_mem_gib"][k], ".2f") for k in (NONPRIVATE, "algorithm1", DPSGD))
         print(f"{r['model']:12s} {r['width']:6g} {r['batch']:5d} {r['precision']:9s} {r['nonprivate_s']:10.4f} "
               f"{r['algorithm1_s']:10.4f} {num(r['dpsgd_s'], '10.4f'):>10s} {r['algorithm1_over_nonprivate']:6.2f} "
               f"{num(r['dpsgd_over_algorithm1'], '6.2f'):>6s} {mem:>20s}")

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import torch
 
-from dirdp.bench.core import _losses, _setup, _step
+from dirdp.bench.core import ALG1, NONPRIVATE, _losses, _setup, _step
 
 # precision name -> (bf16 autocast, channels_last)
 PRECISIONS = {"fp32": (False, False), "bf16": (True, False), "bf16+cl": (True, True)}
-METHODS = ("alg1", "nonprivate")  # the keys of dirdp.bench.core._losses
+METHODS = (ALG1, NONPRIVATE)  # the keys of dirdp.bench.core._losses
 # a quiet machine: other processes used less than this fraction of all CPUs while the benchmark ran. The load averages
 # are recorded but decide nothing: they lag by minutes and count the benchmark before this one as load
 BUSY = dict(others_cpu_fraction=0.05)
@@ -167,12 +167,12 @@ def sweep(*, widths=(1.0, 0.25), threads=(1, 2), precisions=tuple(PRECISIONS), r
     for row in rows:
         base = fp32.get((row["width"], row["method"], row["threads"]))
         row["vs_fp32"] = row["median_s"] / base if base else None
-    best = min((r for r in rows if r["width"] == max(widths) and r["method"] == "alg1" and r["precision"] != "fp32"),
+    best = min((r for r in rows if r["width"] == max(widths) and r["method"] == ALG1 and r["precision"] != "fp32"),
                key=lambda r: r["median_s"], default=None)
     profile = None
     if best is not None:
         profile = dict(width=best["width"], precision=best["precision"], threads=best["threads"],
-                       ops=profile_step(steps[(best["width"], best["precision"], "alg1", best["threads"])],
+                       ops=profile_step(steps[(best["width"], best["precision"], ALG1, best["threads"])],
                                         best["threads"]))
     return dict(rows=rows, peaks_gflops=peaks, load=meter.stop(), profile=profile, busy_rule=BUSY,
                 cpu=_cpu_name(), avx512_bf16=_has_flag("avx512_bf16"), amx_bf16=_has_flag("amx_bf16"))

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from dirdp import methods
 from dirdp.campaign.fit import RUN_OVERHEAD, RUN_START_S, choose_k, fit_runs, run_seconds  # noqa: F401
 from dirdp.campaign.packing import MIB, pack, pack_list
 from dirdp.campaign.queue import REPO, _now, describe, plan, run_queue
@@ -227,8 +228,9 @@ def _models(profile: Profile) -> set[str]:
     """The models the profile's runs train (what the first call's benchmark measures)."""
     from dirdp.presets import PRESETS
 
-    return {"papernot_cnn" if r.method == "tempered" else PRESETS[r.dataset].model
-            for r in profile.all_runs().values() if r.dataset in PRESETS and r.method != "latent"}
+    # each run's method's own model (the Papernot CNN) or the data set's; LATENT's is no image model (not benchmarked)
+    return {methods.model_of(r.method, PRESETS[r.dataset].model)
+            for r in profile.all_runs().values() if r.dataset in PRESETS and methods.spec(r.method).images}
 
 
 def _without_data(jobs: list) -> list:

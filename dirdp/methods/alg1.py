@@ -11,6 +11,7 @@ import torch
 
 from dirdp import accountant
 from dirdp.mechanism import dirichlet_nll
+from dirdp.methods import specs
 from dirdp.methods.base import NOT_PRIVATE, ImageLearner, Method, Noise, width_label
 from dirdp.protocol import Protocol
 
@@ -23,7 +24,7 @@ class Alg1Learner(ImageLearner):
 
 
 class Alg1(Method):
-    name = "alg1"
+    name = specs.ALG1
 
     def calibrate(self, eps: float, protocol: Protocol, **options) -> Noise:
         """r* = the largest r that Theorem 10 certifies for eps (Eq. (1)), and its epsilon and order."""

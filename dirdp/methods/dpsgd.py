@@ -5,6 +5,7 @@ tempered-sigmoid CNN of Papernot et al. (2021) as the ``tempered`` method. The m
 from __future__ import annotations
 
 from dirdp.baselines import dpsgd
+from dirdp.methods import specs
 from dirdp.methods.base import NOT_PRIVATE, ImageLearner, Method, Noise, width_label
 from dirdp.protocol import Protocol
 
@@ -22,8 +23,8 @@ class DpsgdLearner(ImageLearner):
 
 
 class Dpsgd(Method):
-    def __init__(self, name: str, model: str | None = None):
-        self.name, self.model = name, model
+    def __init__(self, name: str):
+        self.name, self.model = name, specs.spec(name).model
 
     def calibrate(self, eps: float, protocol: Protocol, *, max_grad_norm: float = dpsgd.MAX_GRAD_NORM,
                   **options) -> Noise:
@@ -55,5 +56,5 @@ class Dpsgd(Method):
                 f"sigma={result['noise_multiplier']:.4f}")
 
 
-DPSGD = Dpsgd("dpsgd")
-TEMPERED = Dpsgd("tempered", model="papernot_cnn")
+DPSGD = Dpsgd(specs.DPSGD)
+TEMPERED = Dpsgd(specs.TEMPERED)  # the Papernot CNN (specs: its model)

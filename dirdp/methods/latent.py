@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from dirdp.baselines.latent import LatentConfig
 from dirdp.baselines.latent.service import LatentLearner
+from dirdp.methods import specs
 from dirdp.methods.base import Method, Noise
 from dirdp.protocol import Protocol
 
 
 class Latent(Method):
-    name = "latent"
-    model = "latent"
+    name = specs.LATENT
+    model = specs.spec(specs.LATENT).model
     optimizer = "adam"  # its FC module is trained with Adam
     finite_eps_only = True
 
@@ -36,8 +37,9 @@ class Latent(Method):
         rec = learner.record(state, wall, cfg.steps)
         privacy = dict(noise.privacy, epsilon=rec["eps_claimed"], eps_ldp_worst_case=rec["eps_ldp_worst_case"],
                        eps_pair_median=rec["eps_pair_median"],
-                       latent={k: v for k, v in rec.items() if k not in ("accuracy_curve", "loss_curve")})
-        return dict(model="latent", width_label="LATENT: untrained conv module + FC module on randomized bits", norm="none",
+                       latent=dict(method=self.name,
+                                   **{k: v for k, v in rec.items() if k not in ("accuracy_curve", "loss_curve")}))
+        return dict(model=self.model, width_label="LATENT: untrained conv module + FC module on randomized bits", norm="none",
                     delta=None, alpha=cfg.latent_alpha, rstar=None, privacy=privacy,
                     expected_batch=round(cfg.q * len(learner.train)), val_accuracy=None, params_sha256=None)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dirdp import provenance
+from dirdp import methods, provenance
 from dirdp.report.compare import MARGIN, PAPER_SEEDS
 from dirdp.report.objects import paper_model
 
@@ -58,7 +58,7 @@ def audit_points(results: str | Path) -> pd.DataFrame:
     if (path := results / "audit_canary.csv").exists():
         t, _ = provenance.read_csv(path)
         sees = t["adversary_sees"] if "adversary_sees" in t else t.statistic.map(SEES).fillna("one release")
-        setting = [("one release" if m == "latent" else f"q = {q:g}, T = {int(n):,}")
+        setting = [("one release" if methods.is_local(m) else f"q = {q:g}, T = {int(n):,}")
                    for m, q, n in zip(t.method, t.q, t["T"])]
         parts.append(pd.DataFrame(dict(audit="canary", method=t.method, model=t.model, setting=setting, q=t.q, T=t["T"],
                                        adjacency=t["adjacency"] if "adjacency" in t else "add", adversary_sees=sees,
@@ -71,12 +71,12 @@ def audit_points(results: str | Path) -> pd.DataFrame:
                                        T=t["T"], adjacency=t.adjacency,
                                        adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "every update",
                                        claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=t.eps_lower_bound,
-                                       eps_exact_bound=t.exact_bound.where(t.method == "alg1"), source=path.name)))
+                                       eps_exact_bound=t.exact_bound.where(t.method.map(methods.is_ours)), source=path.name)))
     if (path := results / "audit_batchnorm.csv").exists():
         t, _ = provenance.read_csv(path)
         t = t[t.measure.str.startswith("running statistics")]
         model = t.model + ", BatchNorm running statistics"
-        parts.append(pd.DataFrame(dict(audit="batchnorm", method="alg1", model=model,
+        parts.append(pd.DataFrame(dict(audit="batchnorm", method=methods.ALG1, model=model,
                                        setting="one step, q = 1", q=1.0, T=1, adjacency=t.adjacency,
                                        adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "final model",
                                        claimed_eps=_claim(t, "reference"), eps_lower_bound=t.value,

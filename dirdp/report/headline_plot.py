@@ -8,13 +8,13 @@ import math
 
 import pandas as pd
 
+from dirdp import methods
 from dirdp.report.compare import MARGIN
 
 WIDTH_MARKER = {1.0: "D", 0.5: "s", 0.25: "o"}  # ours, by model width (any other width: "^")
 SEES_MARKER = {"every update": "o", "final model": "s", "one release": "D"}  # the audited lower bound, by adversary
 NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "svhn": "SVHN",
          "dermamnist": "DermaMNIST"}
-METHOD_SHORT = {"Algorithm 1": "Alg. 1", "alg1": "Alg. 1", "dpsgd": "DP-SGD", "latent": "LATENT"}
 AUDIT_NAMES = {"canary": "canary", "subspace": "subspace test, white box", "batchnorm": "BatchNorm running stats"}
 ZERO_AT, INF_AT = 0.15, 400.0  # the right panel's log axis: where a lower bound of 0 and an infinite bound sit
 PAPERS_ADJACENCY = ("add", "add/replace", "replace/add")  # add/remove (Definition 2), or both alike: not named
@@ -31,7 +31,7 @@ def verdict_colour(verdict) -> str:
 
 def _cell_label(r) -> str:
     eps = "inf" if math.isinf(r.eps) else f"{r.eps:g}"
-    method = "" if r.method == "Algorithm 1" else f" {METHOD_SHORT.get(r.method, r.method)}"
+    method = "" if methods.is_ours(r.method) else f" {methods.short(r.method)}"
     bf16 = ", bf16" if r.precision == "bf16" else ""
     return f"{NAMES.get(r.dataset, r.dataset)} ε={eps}{method}, {r.width:g}x{bf16}"
 
@@ -119,10 +119,10 @@ def audit_rows(audit: pd.DataFrame) -> list[dict]:
     out = list(merged.values())
     for row in out:  # the adjacency is named unless it is the paper's (add/remove) or both gave the same row
         setting = row["settings"][0] if len(row["settings"]) == 1 else f"{len(row['settings'])} settings"
-        models = {r["model"] for r in out if r["audit"] == row["audit"] and r["method"] != "latent"}
+        models = {r["model"] for r in out if r["audit"] == row["audit"] and not methods.is_local(r["method"])}
         row["group"] = AUDIT_NAMES.get(row["audit"], row["audit"]) + (f": {row['model']}" if len(models) == 1 else "")
-        shown = "" if len(models) == 1 or row["method"] == "latent" else f"{row['model']}, "
-        row["label"] = (f"{METHOD_SHORT.get(row['method'], row['method'])}, {shown}{setting}"
+        shown = "" if len(models) == 1 or methods.is_local(row["method"]) else f"{row['model']}, "
+        row["label"] = (f"{methods.short(row['method'])}, {shown}{setting}"
                         + ("" if row["adjacency"] in PAPERS_ADJACENCY else f" ({row['adjacency']})"))
     return out
 

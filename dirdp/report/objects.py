@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dirdp import paper
+from dirdp import methods, paper
 from dirdp.data import missing_files
 from dirdp.experiments import METHODS, PaperObject, Profile, get_object
 from dirdp.presets import get_preset
@@ -29,6 +29,13 @@ COLUMNS = ["object", "dataset", "metric", "method", "model", "label", "eps", "ep
            "interval", "verdict", "status", "setting", "certified_eps", "rstar", "source", "runs"]
 SHOW_COLUMNS = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
                 "paper", "paper_std", "diff", "ci_low", "ci_high", "status"]
+
+
+def _model_name(method: str, preset_model: str) -> str:
+    """What a table names the model of ``method``'s runs: its own (the Papernot CNN, LATENT's conv + FC) or the data
+    set's (``preset_model``, already named)."""
+    own = methods.spec(method).model
+    return preset_model if own is None else MODEL_NAMES.get(own) or methods.spec(method).model_label or own
 
 
 # The notebook of every paper object that varies eps (papermill's parameter ``object_name`` names the object); Table 9
@@ -108,7 +115,7 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
     for cell in sorted(cells):
         sel = dict(zip(keys, cell))
         base = dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=METHODS[sel["method"]],
-                    model={"tempered": MODEL_NAMES["papernot_cnn"], "latent": "conv + FC"}.get(sel["method"], model),
+                    model=_model_name(sel["method"], model),
                     eps=sel["eps"], q=sel.get("q"), alpha=sel.get("alpha"), lr=sel.get("lr"))
         ref = _paper_cell(mine, base)
         base.update(paper=ref[0], paper_std=ref[1], source=ref[2])
@@ -127,7 +134,7 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
                                               key=lambda g: (-g[0][0], g[0][1], g[0][2] != "fp32")):
             vals = at[obj.metric]
             first = at.iloc[0]
-            other_norm = norm == "group" and sel["method"] == "alg1"
+            other_norm = norm == "group" and methods.norm_chosen(sel["method"])
             row = dict(base, label="run here", width=width, norm=norm, precision=prec, mean=round(vals.mean(), 3),
                        std=round(vals.std(ddof=1), 3) if len(vals) > 1 else None, n=len(vals),
                        seeds=" ".join(str(s) for s in sorted(at.seed)),
@@ -157,7 +164,7 @@ def paper_model(table: pd.DataFrame) -> pd.DataFrame:
     (``--norm group``, an option here), which figures and summaries that compare with the paper leave out."""
     if "norm" not in table:
         return table
-    return table[~((table.method == METHODS["alg1"]) & (table.norm == "group"))]
+    return table[~(table.method.map(methods.norm_chosen).astype(bool) & (table.norm == "group"))]
 
 
 def _not_run(obj: PaperObject, profile: Profile, planned: bool) -> str:

@@ -10,13 +10,14 @@ import math
 
 import pandas as pd
 
-from dirdp.experiments import METHODS, PaperObject
+from dirdp import methods
+from dirdp.experiments import PaperObject
 from dirdp.protocol import fmt_eps
 
 WIDTH_STYLE = ["o-", "s-", "^-", "D-"]  # ours (always solid): the widest width run, the next, ...; the paper: dashed
 DODGE = 1.03  # ours: each line's points drawn at x times DODGE**k (k centred on 0), so that none hides another
-METHOD_COLOR = {"Algorithm 1": 0, "DP-SGD": 1, "Tempered sigmoid DP-SGD": 2, "LATENT": 3, "DPNAS": 4,
-                "Gaussian penultimate layer": 5, "Equivariant DP-SGD": 6}  # tab10 indices
+METHOD_COLOR = {**{methods.label(m): i for i, m in enumerate(methods.NAMES)},  # tab10 indices: the methods run here,
+                "DPNAS": 4, "Gaussian penultimate layer": 5, "Equivariant DP-SGD": 6}  # then the paper's others
 INF_AT = 1.6  # eps = inf is drawn at this multiple of the largest finite eps
 
 
@@ -46,9 +47,9 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
     finite = [e for e in table.eps.dropna() if math.isfinite(e)] or [1.0]
     xmax = max(finite + [e for e in table.eps_reported.dropna() if math.isfinite(e)])
     palette = sns.color_palette("tab10")
-    methods = list(dict.fromkeys(table.method))
-    slots = [(m, key) for m in methods for key in _lines(table[(table.method == m) & (table.label == "run here")])]
-    for i, m in enumerate(methods):
+    shown = list(dict.fromkeys(table.method))
+    slots = [(m, key) for m in shown for key in _lines(table[(table.method == m) & (table.label == "run here")])]
+    for i, m in enumerate(shown):
         color = palette[METHOD_COLOR.get(m, 5 + i) % 10]
         paper_rows = table[(table.method == m) & table.paper.notna() & (table.label != "paper, cited")]
         if len(paper_rows):
@@ -62,9 +63,9 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
             at = ours[(ours.width == w) & (ours.norm == norm) & (ours.precision == prec)].sort_values(x)
             shift = DODGE ** (slots.index((m, (w, norm, prec))) - (len(slots) - 1) / 2)
             ox = (eps_x(at.eps, xmax) if x == "eps" else at[x]) * shift
-            gn = ", GroupNorm" if norm == "group" and m == METHODS["alg1"] else ""
+            gn = ", GroupNorm" if norm == "group" and methods.norm_chosen(m) else ""
             gn += ", bf16" if prec == "bf16" else ""
-            what = ("; eps is local DP per record" if m == "LATENT" else
+            what = ("; eps is local DP per record" if methods.is_local(m) else
                     gn if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width{gn}")
             ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 3)],
                         color=color, capsize=3, alpha=1.0 if j == 0 else 0.8, label=f"{m} (run here{what})")

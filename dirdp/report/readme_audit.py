@@ -9,11 +9,16 @@ import math
 
 import pandas as pd
 
+from dirdp import methods
 from dirdp.protocol import fmt_eps
 
-METHOD = {"alg1": "Algorithm 1", "dpsgd": "DP-SGD", "latent": "LATENT", "non-private": "non-private",
-          "tempered": "DP-SGD (tempered sigmoid)"}
+METHOD = methods.audit_label  # a row's method as the audit's tables name it ("non-private" stays itself)
 ADJ = {"add": "add/remove", "replace": "replace one"}
+
+
+def _dirichlet(method: str) -> bool:
+    """Whether the row's method steps by the Dirichlet loss at r* (Algorithm 1), not by DP-SGD's clipping and noise."""
+    return getattr(methods.SPECS.get(method), "audit", None) == methods.DIRICHLET
 
 
 def _table(header: list[str], rows: list[list]) -> str:
@@ -33,14 +38,14 @@ def reconstruction(src) -> str:
     t = src.csv("audit_reconstruction")
     dense = t[t.attack.str.startswith("dense")]
     inv = t[t.attack.str.startswith("gradient inversion")].drop_duplicates(["model", "method", "batch_size"])
-    rows = [[dense.attack.iloc[0], dense.model.iloc[0], METHOD[dense.method.iloc[0]], 1, len(dense),
+    rows = [[dense.attack.iloc[0], dense.model.iloc[0], METHOD(dense.method.iloc[0]), 1, len(dense),
              f"{dense.rstar.iloc[0]:.4f}", f"relative error: median {dense.max_rel_error.median():.1e}, "
              f"max {dense.max_rel_error.max():.1e}"]]
     for r in inv.sort_values(["model", "method", "batch_size"]).itertuples():
-        rows.append([f"{r.attack} ({r.attack_steps:.0f} steps)", r.model, METHOD[r.method], f"{r.batch_size:.0f}",
+        rows.append([f"{r.attack} ({r.attack_steps:.0f} steps)", r.model, METHOD(r.method), f"{r.batch_size:.0f}",
                      int(((t.attack == r.attack) & (t.model == r.model) & (t.method == r.method)
                           & (t.batch_size == r.batch_size)).sum()),
-                     f"{r.rstar:.4f}" if r.method == "alg1" else f"sigma = {r.noise_multiplier:.4f}",
+                     f"{r.rstar:.4f}" if _dirichlet(r.method) else f"sigma = {r.noise_multiplier:.4f}",
                      f"mean SSIM {r.ssim_mean:.2f}"])
     return _table(["attack", "model", "method", "batch", "images", "r* (Alg. 1) / sigma (DP-SGD)", "result"], rows)
 
@@ -49,18 +54,18 @@ def canary(src) -> str:
     t = src.csv("audit_canary")
     rows = []
     for r in t.itertuples():
-        if r.method == "latent":
-            who, q, steps = f"LATENT ({r.mechanism})", "one release", "1"
+        if methods.is_local(r.method):  # LATENT's release of one record
+            who, q, steps = f"{METHOD(r.method)} ({r.mechanism})", "one release", "1"
             claim = f"{fmt_eps(r.claimed_eps)} (local DP; exact pair loss {r.certified_eps:,.0f})"
             exact = no_finite = "-"
         else:
-            who, q, steps = f"{METHOD[r.method]} ({r.mechanism})", f"{r.q:g}", f"{r.T:,.0f}"
+            who, q, steps = f"{METHOD(r.method)} ({r.mechanism})", f"{r.q:g}", f"{r.T:,.0f}"
             claim = f"{fmt_eps(r.claimed_eps)} ({r.certified_eps:.4f})"
             exact = f"{r.eps_exact_bound:.1f}" if math.isfinite(r.eps_exact_bound) else "-"
             # the event "statistic != 0" has probability 0 without the canary (checked: dprime_stat_max == 0) and
             # 1 - (1 - q)^T with it: no finite eps satisfies (eps, delta)-DP for delta below that
             no_finite = (f"{-math.expm1(r.T * math.log1p(-r.q)):.5f}"
-                         if r.method == "alg1" and r.dprime_stat_max == 0 else "-")
+                         if _dirichlet(r.method) and r.dprime_stat_max == 0 else "-")
         rows.append([who, q, steps, claim, r.statistic, _bold_if(r.eps_lower_bound, r.claimed_eps),
                      f"{r.fpr:g} / {r.fnr:g}", f"{r.held_out_per_world:,.0f}", exact, no_finite,
                      f"{r.dprime_stat_max:.3g}" if isinstance(r.dprime_stat_max, float) and math.isfinite(
@@ -74,7 +79,7 @@ def membership(src) -> str:
     """The old controlled experiment (targets trained on 1,000 records): a smoke check, since its private targets
     did not learn (the test-accuracy column)."""
     m = src.csv("audit_membership")
-    rows = [[METHOD[r.method], fmt_eps(r.claimed_eps), f"{r.n_members:,.0f}", f"{r.test_accuracy:.1f}",
+    rows = [[METHOD(r.method), fmt_eps(r.claimed_eps), f"{r.n_members:,.0f}", f"{r.test_accuracy:.1f}",
              f"{r.auc:.3f}", "smoke check: the target did not learn" if r.test_accuracy < 90 else "smoke check"]
             for r in m.itertuples()]
     return _table(["method", "claimed eps", "members", "test accuracy (%)", "AUC (float32 loss, ties 1/2)", "role"],
@@ -89,7 +94,7 @@ def membership_learned(src) -> str:
     rel["seed"] = [_run_named(src, run, "audit_released_models")["seed"] for run in rel.run]
     rel["dataset"] = rel.data.str.split(":").str[0]
     rel = rel.sort_values(["dataset", "claimed_eps", "method", "model", "seed"], kind="stable")
-    rows = [[r.dataset, r.model, METHOD.get(r.method, r.method), fmt_eps(r.claimed_eps), r.seed,
+    rows = [[r.dataset, r.model, METHOD(r.method), fmt_eps(r.claimed_eps), r.seed,
              f"{r.test_accuracy:.2f}", f"{r.n_members:,.0f} / {r.n_non_members:,.0f}", f"{r.auc:.3f}",
              f"{r.null_auc:.3f}", f"{r.auc_minus_null:+.3f}", f"{r['tpr_at_fpr_0.01']:.2%}", f"{r.loss_auc:.3f}",
              f"{r.loss_tied_records:,.0f}"] for _, r in rel.iterrows()]
@@ -103,7 +108,7 @@ def subspace(src) -> str:
     if "matched_claim_eps" not in t.columns:
         raise ValueError(f"results/{src.profile}/audit_subspace.csv has no matched_claim_eps column: rerun the "
                          "notebook audit_subspace for this profile.")
-    rows = [[r.setting, _model(r.model), METHOD[r.method], ADJ[r.adjacency], r.adversary_sees,
+    rows = [[r.setting, _model(r.model), METHOD(r.method), ADJ[r.adjacency], r.adversary_sees,
              f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})", f"{r.trials_per_world:,.0f}",
              _bold_if(r.eps_lower_bound, r.matched_claim_eps), f"{r.ceiling:.2f}", r.verdict, f"{r.res0_max:.1e}",
              f"{r.res1_median:.1e}", f"{r.wall_time_s / 60:.0f} min"] for r in t.itertuples()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from dirdp import methods
 from dirdp.protocol import fmt_eps
 
 NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "dermamnist": "DermaMNIST",
@@ -93,7 +94,7 @@ def cpu_precision(src) -> str:
             m = next((x for x in rec["rows"] if key(x) == k), None)
             cells.append("— | — | —" if m is None else
                          f"{m['median_s']:.3f} | {m['vs_fp32']:.2f} | {100 * m['fraction_of_peak']:.0f}%")
-        out.append(f"| {r['width']:g}x | {'Algorithm 1' if r['method'] == 'alg1' else 'non-private'} | "
+        out.append(f"| {r['width']:g}x | {methods.label(r['method']) if methods.is_ours(r['method']) else 'non-private'} | "
                    f"{r['precision'].replace('+cl', ' + channels_last')} | {r['threads']} | " + " | ".join(cells) + " |")
     threads = sorted({int(k.rsplit("_t", 1)[1]) for _, rec in recs for k in rec["peaks_gflops"]})
     out += ["", "| threads | " + " | ".join(f"{c}: fp32 matmul peak (GFLOP/s) | bf16 (GFLOP/s)" for c in cpus) + " |",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from dirdp import methods
 from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
 from dirdp.report.readme_campaign import NAMES, ReadmeError, acc
@@ -67,7 +68,7 @@ class Sources:
     def runs_of(self, method: str, **match) -> list[dict]:
         """The runs of ``method`` whose fields equal ``match``; Algorithm 1's with the paper's BatchNorm unless
         ``norm`` is given (a GroupNorm run is another model)."""
-        if method == "alg1":
+        if methods.spec(method).norm is None:  # its model's norm is the run's --norm (Algorithm 1's)
             match.setdefault("norm", "batch")
         return [r for r in self.runs if r["method"] == method and all(r[k] == v for k, v in match.items())]
 
@@ -128,7 +129,7 @@ def _model(r: dict) -> str:
 def runs_alg1(src: Sources) -> str:
     """One row per Algorithm 1 run of the profile (its result JSON): what ran, r* and the certified eps, the final
     test accuracy and the best one along the run, and the wall time."""
-    runs = sorted((r for r in src.runs if r["method"] == "alg1"),
+    runs = sorted((r for r in src.runs if methods.is_ours(r["method"])),
                   key=lambda r: (r["dataset"] != "mnist", r["eps"], r["width"], r["norm"], r["precision"], r["seed"]))
     out = ["| data set | eps | model | seed | r* | certified eps | test acc. | best along the run (step) | wall time |",
            "|---|---|---|---|---|---|---|---|---|"]
@@ -143,13 +144,13 @@ def runs_alg1(src: Sources) -> str:
 
 # --- Baselines -----------------------------------------------------------------------------------------------
 
-MODEL = {"tempered": "tempered-sigmoid DP-SGD (Papernot CNN, full size)",
-         "latent": "LATENT (frozen conv + FC on UER bits)",
-         "dpsgd": "DP-SGD, Opacus (Inception, {w:g}x, GroupNorm)"}
+MODEL = {methods.TEMPERED: "tempered-sigmoid DP-SGD (Papernot CNN, full size)",  # the baselines' rows, in order
+         methods.LATENT: "LATENT (frozen conv + FC on UER bits)",
+         methods.DPSGD: "DP-SGD, Opacus (Inception, {w:g}x, GroupNorm)"}
 
 
 def _privacy(r: dict) -> str:
-    if r["method"] == "latent":
+    if methods.is_local(r["method"]):
         text = f"claimed {fmt_eps(r['eps'])}-LDP per record (exact: {r['eps_ldp_worst_case']:,.0f}"
         return text + (f"; pair median {r['eps_pair_median']:,.0f}" if r.get("eps_pair_median") else "") + \
             f"; {r['latent_string_length']:,} bits)"
@@ -160,14 +161,14 @@ def _privacy(r: dict) -> str:
 def baselines(src: Sources) -> str:
     out = ["| method (model) | data set | eps | privacy as certified (claimed for LATENT) | test acc. | paper "
            "(ours - paper) | Alg. 1 at that eps (0.25x) | wall time |", "|---|---|---|---|---|---|---|---|"]
-    for method in ("tempered", "latent", "dpsgd"):
+    for method in MODEL:
         for r in sorted(src.runs_of(method), key=lambda r: (r["dataset"] != "mnist", r["eps"], r["seed"])):
-            alg1 = [a["test"] for a in src.runs_of("alg1", dataset=r["dataset"], eps=r["eps"], width=0.25,
+            alg1 = [a["test"] for a in src.runs_of(methods.ALG1, dataset=r["dataset"], eps=r["eps"], width=0.25,
                                                    precision="fp32")]
             paper = "—"
-            if method == "dpsgd":
+            if method == methods.DPSGD:  # the paper's DP-SGD column
                 t = src.csv(TABLES[r["dataset"]])
-                cell = t[(t.method == "DP-SGD") & (t.label == "run here") & (t.eps == r["eps"])]
+                cell = t[(t.method == methods.label(method)) & (t.label == "run here") & (t.eps == r["eps"])]
                 if len(cell):
                     row = next(cell.itertuples())
                     paper = f"{_paper(row)} ({row.diff:+.2f})"
@@ -180,7 +181,7 @@ def baselines(src: Sources) -> str:
 def dpsgd_inception(src: Sources) -> str:
     """Algorithm 1 against DP-SGD on the same Inception, data set, eps and width (``table4_fashionmnist.csv``): each
     beside the paper's full-width value, and the gap between them here and in the paper."""
-    r = next(iter(src.runs_of("dpsgd", dataset="fashionmnist")), None)
+    r = next(iter(src.runs_of(methods.DPSGD, dataset="fashionmnist")), None)
     if r is None:
         raise ReadmeError(f"{src.runs_dir}/fashionmnist: no DP-SGD run; the dpsgd-inception block compares it")
     from dirdp.report.objects import paper_model
@@ -188,8 +189,8 @@ def dpsgd_inception(src: Sources) -> str:
     here = src.csv("table4_fashionmnist")
     here = here[here.label == "run here"]
     a = paper_model(here)
-    a = a[(a.method == "Algorithm 1") & (a.eps == r["eps"]) & (a.width == r["width"])].iloc[0]
-    d = here[(here.method == "DP-SGD") & (here.eps == r["eps"])].iloc[0]
+    a = a[(a.method == methods.label(methods.ALG1)) & (a.eps == r["eps"]) & (a.width == r["width"])].iloc[0]
+    d = here[(here.method == methods.label(methods.DPSGD)) & (here.eps == r["eps"])].iloc[0]
     out = [f"| FashionMNIST, eps = {fmt_eps(r['eps'])}, Inception at {r['width']:g}x | test acc. ours | paper "
            "(full width) | ours - paper |", "|---|---|---|---|",
            f"| Algorithm 1 | {acc(a['mean'], a['std'], int(a.n))} | {_paper(a)} | {a['diff']:+.2f} |",

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dirdp import paper
+from dirdp import methods, paper
 from dirdp.presets import get_preset
 from dirdp.run_result import model_label, precision, read_run  # noqa: F401  (moved below report/ and audit/)
 
@@ -35,10 +35,10 @@ def collect(root: str | Path = "results/runs") -> pd.DataFrame:
     for path in run_files(root):
         run = read_run(path)
         preset = get_preset(run["dataset"])
-        default = (run["method"] == "alg1" and run["optimizer"] == "sgd" and run["alpha"] == preset.alpha
+        default = (methods.is_ours(run["method"]) and run["optimizer"] == "sgd" and run["alpha"] == preset.alpha
                    and run["lr"] == preset.lr)
         printed = paper.accuracy(MAIN_TABLE[run["dataset"]])
-        cell = printed[(printed.method == "Algorithm 1") & (printed.eps == run["eps"])] if default else printed[:0]
+        cell = printed[(printed.method == methods.label(methods.ALG1)) & (printed.eps == run["eps"])] if default else printed[:0]
         mean = float(cell.accuracy.iloc[0]) if len(cell) else None
         std = float(cell["std"].iloc[0]) if len(cell) and not pd.isna(cell["std"].iloc[0]) else None
         rows.append(dict(

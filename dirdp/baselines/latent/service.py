@@ -107,10 +107,11 @@ class LatentLearner(loop.Learner):
         torch.set_rng_state(state["torch_rng"].cpu())
 
     def record(self, state: dict, wall: float, steps: int) -> dict:
-        """The LATENT record: accuracy, the release's claimed and exact epsilons, and what was trained."""
+        """The LATENT record: accuracy, the release's claimed and exact epsilons, and what was trained (a run's result
+        JSON carries it under ``latent``, its method's name first: :mod:`dirdp.methods.latent`)."""
         cfg, o = self.cfg, self.options
         return dict(
-            method="latent", guarantee="local DP per record (as claimed by the paper; see eps_ldp_worst_case)",
+            guarantee="local DP per record (as claimed by the paper; see eps_ldp_worst_case)",
             mechanism=cfg.mechanism, split=cfg.split, alpha=cfg.alpha,
             eps_claimed=cfg.eps, eps_per_bit=self.probs.eps_per_bit, sensitivity=self.probs.sensitivity,
             eps_ldp_worst_case=self.probs.worst_case_epsilon(), eps_pair_median=self.eps_pair,
