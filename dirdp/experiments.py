@@ -1,17 +1,14 @@
 """The paper's tables and figures as grids of training runs, and the profiles that scale them.
 
-Each :class:`PaperObject` names the runs a table or figure of Section 4 / the appendices needs
-(data set, method, eps grid, seeds, and what else varies: q for Table 9, (alpha, gamma) for
-Figure 2, the optimizer for Table 10). A *profile* (``config/<name>.yaml``) says how those runs
-are executed here:
+Each :class:`PaperObject` names the runs a table or figure needs (data set, method, eps grid, seeds, and what else
+varies: q for Table 9, (alpha, gamma) for Figure 2, the optimizer for Table 10). A *profile* (``config/<name>.yaml``)
+says how those runs are executed here:
 
 - ``paper``: the full protocol of Section 4.1.2 at full width, 5 seeds (10 for Figure 2);
 - ``cpu``: the paper's privacy protocol (q, T, alpha, lr, eps) with a reduced model width;
-- ``quick``: minutes on 2 CPU cores: one seed, fewer steps on a training subset, reduced grids.
-  r* is recomputed for whatever q and T actually run, so every reported epsilon is true.
+- ``quick``: minutes on 2 CPU cores: one seed, fewer steps on a training subset, reduced grids (r* recomputed).
 
-One run is one result JSON at ``results/runs/<profile>/<dataset>/<tag>.json``; the Snakefile
-makes one job per run and one notebook job per object.
+One run is one result JSON at ``results/runs/<profile>/<dataset>/<tag>.json``: one Snakemake job each.
 """
 
 from __future__ import annotations
@@ -196,9 +193,8 @@ class Profile:
         return [o for o in self.objects if OBJECTS[o].dataset in self.datasets]
 
     def runs(self, name: str) -> list[Run]:
-        """The runs object ``name`` needs in this profile ([] if the profile leaves it out): its grid,
-        then the grid's ``extra`` Algorithm-1 runs (more seeds, another width or GroupNorm for some cells, e.g.
-        ``extra: [{eps: 2, seeds: [1, 2]}, {eps: 2, width: 0.5}, {eps: 1, norm: group}]``; seeds default to [0])."""
+        """The runs object ``name`` needs in this profile ([] if left out): its grid, then its ``extra`` Algorithm-1
+        runs (``extra: [{eps: 2, seeds: [1, 2]}, {eps: 2, width: 0.5}, {eps: 1, norm: group}]``; seeds: [0])."""
         if name not in self.active():
             return []
         out = self._grid_runs(name)
@@ -220,10 +216,8 @@ class Profile:
 
     @property
     def precision(self) -> str:
-        """The precision of the profile's Algorithm-1 runs that name none (``training: precision``; fp32 when
-        unset): a grid's own cells take their grid's ``precision`` over it, an ``extra`` entry its own. "bf16" =
-        bf16 autocast + channels_last, validated against fp32 for Algorithm 1 (results/cpu/precision_validation.csv);
-        the baselines always train in fp32 (bf16 is not validated for them)."""
+        """``training: precision`` (fp32 when unset), for the profile's Algorithm-1 runs that name none (a grid's
+        cells take the grid's ``precision`` over it, an extra its own); baselines train in fp32 (bf16 unvalidated)."""
         value = self.training.get("precision") or "fp32"
         if value not in PRECISIONS:
             raise ValueError(f"training: precision is one of {', '.join(PRECISIONS)}. Found {value!r}.")
@@ -235,10 +229,8 @@ class Profile:
         return float(self.training.get("width") or 1.0)
 
     def threads(self, run: Run) -> int:
-        """Torch threads of ``run``'s training job (a DAG job's Snakemake threads, a campaign job's): those that
-        ``training: threads_by_width`` gives the run's model width, else ``training: threads`` (1 when unset).
-        On CPU the thread count is part of what a run computes (it changes the order of float sums): the result
-        records it per session (``provenance.sessions``)."""
+        """Torch threads of ``run``'s job (DAG or campaign): ``training: threads_by_width`` for its model width, else
+        ``training: threads`` (1). It changes the order of float sums: results record it (``provenance.sessions``)."""
         width = (run.width or self.width) if methods.spec(run.method).scaled else None
         for entry in self.training.get("threads_by_width") or ():
             if width is not None and float(entry["width"]) == width:
@@ -264,7 +256,7 @@ class Profile:
             alpha_lr=alpha_lr, baselines=baselines)
         if g.get("precision", self.precision) != "bf16":
             return runs
-        return [dataclasses.replace(r, precision="bf16") if r.method == "alg1" else r for r in runs]
+        return [dataclasses.replace(r, precision="bf16") if methods.is_ours(r.method) else r for r in runs]
 
     def all_runs(self) -> dict[str, Run]:
         """Every run of the profile, keyed by its result path (runs shared by objects appear once)."""
@@ -273,7 +265,7 @@ class Profile:
     def train_args(self, run: Run) -> list[str]:
         """``python -m dirdp train`` arguments (without --out) for ``run`` in this profile."""
         t = self.training
-        args = ["--dataset", run.dataset, "--eps", fmt(run.eps), "--seed", str(run.seed)]
+        args = ["--dataset", run.dataset, "--eps", fmt(run.eps), "--seed", str(run.seed)]  # + the run's precision
         if run.method != methods.DEFAULT:
             args += ["--method", run.method]
         q = run.q if run.q is not None else t.get("q")
@@ -285,13 +277,11 @@ class Profile:
                             ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
             if value is not None:
                 args += [flag, str(value)]
-        # the run's own precision (its tag says bf16): bf16 autocast and channels_last; fp32 otherwise
         return args + (["--bf16", "--channels-last"] if run.precision == "bf16" else [])
 
     def campaign_queue(self) -> list[Run]:
-        """Every run of the profile in the order a campaign trains them: the runs each entry of
-        ``campaign: queue:`` selects (entries are filters on dataset, method, eps, seeds, width; a
-        missing key matches all), then every other run, seed by seed (the profile's order within)."""
+        """Every run in a campaign's order: those each ``campaign: queue:`` entry selects (a filter; a missing key
+        matches all), then every other run, seed by seed."""
         runs = list(self.all_runs().values())
         order: list[Run] = []
         for entry in (self.config.get("campaign") or {}).get("queue") or []:

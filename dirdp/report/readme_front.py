@@ -8,6 +8,7 @@ import re
 
 import pandas as pd
 
+from dirdp import methods
 from dirdp.protocol import fmt_eps
 from dirdp.report.readme_campaign import NAMES, ReadmeError, acc
 
@@ -95,7 +96,7 @@ def precision(src) -> str:
     for path in sorted(src.folder.glob("bench_sweep*.json")):
         rec = src.json(path.stem)
         rows = {r["precision"]: r for r in rec["rows"]
-                if r["width"] == 1.0 and r["method"] == "alg1" and r["threads"] == 2}
+                if r["width"] == 1.0 and methods.is_ours(r["method"]) and r["threads"] == 2}
         if "fp32" in rows and "bf16+cl" in rows:
             a, b = rows["fp32"], rows["bf16+cl"]
             out.append(f"| {rec['cpu']} | {a['median_s']:.2f} | {b['median_s']:.2f} | **{b['vs_fp32']:.2f}x** | "
