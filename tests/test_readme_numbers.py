@@ -286,6 +286,34 @@ def test_the_cpu_precision_block_is_the_sweep_jsons_as_tables(tmp_path):
     assert text.index("| 1x | Algorithm 1 | bf16 + channels_last") < text.index("| 1x | Algorithm 1 | fp32")
 
 
+def test_the_readmes_precision_block_shows_the_validation_and_each_processors_full_width_step(tmp_path):
+    """The README's precision block: fp32 and bf16 with n, bf16 - fp32 with its interval and the notebook's verdict
+    (from precision_validation.csv), then per sweep file the full-width Algorithm-1 step at 2 threads in fp32 and
+    bf16 + channels_last, the ratio and the fraction of the peak; an undecided validation is a ReadmeError."""
+    from dirdp.report.readme_campaign import ReadmeError
+    from dirdp.report.readme_front import precision
+    from dirdp.report.readme_sections import Sources
+
+    folder = tmp_path / "results" / "cpu"
+    folder.mkdir(parents=True)
+    head = "# provenance: {}\nrow,n,mean,std,seeds,tests,ci_lo,ci_hi,df,margin,verdict\n"
+    cells = "fp32,3,98.9,0.15,0 1 2,a,,,,,\nbf16,3,98.8,0.2,0 1 2,b,,,,,\n"
+    (folder / "precision_validation.csv").write_text(head + cells + "bf16 - fp32,6,-0.1,,,,,,,0.5,no decision\n")
+    src = Sources(tmp_path / "results", "cpu")
+    with pytest.raises(ReadmeError, match="no decided"):
+        precision(src)
+    (folder / "precision_validation.csv").write_text(head + cells + "bf16 - fp32,6,-0.1,,,,-0.3,0.1,3.9,0.5,adopt bf16\n")
+    rows = [dict(width=1.0, method="alg1", precision="fp32", threads=2, median_s=2.5, vs_fp32=1.0, fraction_of_peak=0.7),
+            dict(width=1.0, method="alg1", precision="bf16+cl", threads=2, median_s=0.9, vs_fp32=0.36,
+                 fraction_of_peak=0.8),
+            dict(width=1.0, method="alg1", precision="bf16+cl", threads=1, median_s=1.7, vs_fp32=0.41,
+                 fraction_of_peak=0.84)]
+    (folder / "bench_sweep_x.json").write_text(json.dumps(dict(rows=rows, cpu="EPYC Y")))
+    text = precision(Sources(tmp_path / "results", "cpu"))  # a new reader: Sources caches what it read
+    assert "| test accuracy (%) | 98.90 ± 0.15 (n = 3) | 98.80 ± 0.20 (n = 3) | -0.10 [-0.30, +0.10] | adopt bf16 |" in text
+    assert "| EPYC Y | 2.50 | 0.90 | **0.36x** | 80% | `bench_sweep_x.json` |" in text
+
+
 def test_the_subspace_table_shows_each_rows_adversary_claim_and_verdict():
     """Each row of the subspace block names what the adversary sees and the claim for its own adjacency, with the
     notebook's verdict; q = 1 add/remove rows have no finite claim; the verdict counts add up to the rows."""

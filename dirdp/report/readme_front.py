@@ -1,6 +1,6 @@
 """The README's own generated blocks (see :mod:`dirdp.report.readme`): what we found, per paper cell run here
 (``results/<profile>/headline_cells.csv``, written by the headline notebook), and what the two commands take
-(``results/timings.csv``, one row per measurement, filled by hand from the measurement it names)."""
+(``results/timings.csv``, one row per measurement: scripts/time_main.sh times a command from a fresh clone and writes its row)."""
 
 from __future__ import annotations
 
@@ -86,12 +86,13 @@ def precision(src) -> str:
     d = by.get("bf16 - fp32")
     if d is None or _blank(d.ci_lo):
         raise ReadmeError(f"{src.folder}/precision_validation.csv: no decided 'bf16 - fp32' row (its runs missing?)")
-    out = ["| MNIST eps = 1, 0.25x | fp32 | bf16 + channels_last | bf16 - fp32 [95% CI] | verdict (margin) |",
+    out = ["| MNIST eps = 1, 0.25x, paper protocol | fp32 | bf16 + channels_last | bf16 - fp32 [95% CI] | verdict |",
            "|---|---|---|---|---|",
            f"| test accuracy (%) | {acc(by['fp32'].mean, by['fp32'].std, int(by['fp32'].n))} | "
            f"{acc(by['bf16'].mean, by['bf16'].std, int(by['bf16'].n))} | {d.mean:+.2f} [{d.ci_lo:+.2f}, "
-           f"{d.ci_hi:+.2f}] | {d.verdict} (±{d.margin:g}) |",
-           "", "| processor | fp32 s/step | bf16 + channels_last s/step | ratio | of the bf16 peak | sweep |",
+           f"{d.ci_hi:+.2f}] | {d.verdict} |",
+           "", "| processor (full-width Inception, Algorithm 1, batch 250, 2 threads: median s/step) | fp32 | "
+           "bf16 + channels_last | ratio | of that machine's bf16 peak | sweep |",
            "|---|---|---|---|---|---|"]
     for path in sorted(src.folder.glob("bench_sweep*.json")):
         rec = src.json(path.stem)
