@@ -1,6 +1,7 @@
 """The README's own generated blocks (see :mod:`dirdp.report.readme`): what we found, per paper cell run here
 (``results/<profile>/headline_cells.csv``, written by the headline notebook), and what the two commands take
-(``results/timings.csv``, one row per measurement: scripts/time_main.sh times a command from a fresh clone and writes its row)."""
+(``results/timings.csv``, one row per measurement: scripts/time_main.sh times a command from a fresh clone and
+writes its row)."""
 
 from __future__ import annotations
 
