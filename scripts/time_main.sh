@@ -3,6 +3,7 @@
 # (the README's "timings" block is rendered from that file: python -m dirdp readme).
 #   bash scripts/time_main.sh main [PROFILE]   # bash scripts/main.sh (PROFILE: quick by default on a CPU machine)
 #   bash scripts/time_main.sh test             # bash scripts/test.sh
+#   bash scripts/time_main.sh ci               # bash .ci/run (CI: Debian packages if missing, then scripts/test.sh)
 # It clones HEAD into a temporary folder beside ../shared (the offline data), so the command sets up its own .venv
 # and runs from nothing, as on a fresh machine; the wall time covers all of it. The row names the processor, the
 # commit, the 1-minute load average before and after (other work on the machine slows the command: run it quiet)
@@ -17,7 +18,9 @@ case "$what" in
         desc="the whole DAG of the $profile profile, from a fresh clone (setting up .venv included)" ;;
   test) profile=""; script=scripts/test.sh; cmd="bash scripts/test.sh"
         desc="set up .venv, the unit tests, every notebook under nbval (fresh clone)" ;;
-  *) echo "time_main: say what to time: main [PROFILE] or test" >&2; exit 2 ;;
+  ci) profile=""; script=.ci/run; cmd="bash .ci/run"
+      desc="CI: the Debian packages some tests need if missing, then scripts/test.sh (fresh clone)" ;;
+  *) echo "time_main: say what to time: main [PROFILE], test or ci" >&2; exit 2 ;;
 esac
 [ -d ../shared ] || { echo "time_main: ../shared (the offline data) not found beside this checkout" >&2; exit 2; }
 [ -z "$(git status --porcelain --untracked-files=no -- dirdp scripts rules config notebooks Snakefile)" ] || {
