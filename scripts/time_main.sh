@@ -7,8 +7,8 @@
 # It clones HEAD into a temporary folder beside ../shared (the offline data), so the command sets up its own .venv
 # and runs from nothing, as on a fresh machine; the wall time covers all of it. The row names the processor, the
 # commit, the 1-minute load average before and after (other work on the machine slows the command: run it quiet)
-# and replaces the row of the same command and profile. The clone is removed afterwards; its log stays in
-# results/logs/timings/.
+# and replaces its own earlier row of the same command and profile (or one not measured yet). The clone is removed
+# afterwards; its log stays in results/logs/timings/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-}
@@ -43,13 +43,15 @@ cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 bf16=$(grep -c avx512_bf16 /proc/cpuinfo || true)
 cpu="$cpu ($(nproc) cores$([ "$bf16" -gt 0 ] && echo ', avx512_bf16'))"
 python3 - "$cmd" "$profile" "$desc" "$wall" "$cpu" "$(date -u +%Y-%m-%d)" \
-  "scripts/time_main.sh $what $profile at $commit; 1-min load $load_before before, $load_after after" <<'EOF'
+  "scripts/time_main.sh $what${profile:+ $profile} at $commit; 1-min load $load_before before, $load_after after" <<'EOF'
 import csv, sys
 cmd, profile, what, wall, cpu, day, source = sys.argv[1:]
 path = "results/timings.csv"
 rows = list(csv.DictReader(open(path)))
 new = dict(command=cmd, profile=profile, what=what, wall_s=wall, processor=cpu, measured_utc=day, source=source)
-same = [i for i, r in enumerate(rows) if r["command"] == cmd and r["profile"] == profile]
+# this script's own earlier row of the command (rows from other sources, e.g. the CI service's, stay)
+same = [i for i, r in enumerate(rows) if r["command"] == cmd and r["profile"] == profile
+        and (r["source"].startswith("scripts/time_main.sh") or not r["wall_s"])]
 if same:
     rows[same[0]] = new
 else:
