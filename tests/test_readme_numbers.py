@@ -314,6 +314,27 @@ def test_the_readmes_precision_block_shows_the_validation_and_each_processors_fu
     assert "| EPYC Y | 2.50 | 0.90 | **0.36x** | 80% | `bench_sweep_x.json` |" in text
 
 
+def test_the_bench_block_shows_every_baselines_benchmark_file(tmp_path):
+    """docs/results.md's bench block: one line per bench_baselines*.json (its command, machine, threads, load) and
+    one row per model of each, with DP-SGD / Algorithm 1; no such file is a ReadmeError."""
+    from dirdp.report.readme_campaign import ReadmeError
+    from dirdp.report.readme_sections import Sources, bench
+
+    folder = tmp_path / "results" / "cpu"
+    folder.mkdir(parents=True)
+    with pytest.raises(ReadmeError, match="no bench_baselines"):
+        bench(Sources(tmp_path / "results", "cpu"))
+    for name, width, threads, dpsgd in (("bench_baselines.json", 0.25, 1, 1.2), ("bench_baselines_w1.json", 1.0, 2, 10.0)):
+        row = dict(model="inception", width=width, batch=250, threads=threads, reps=3, nonprivate_s=2.0,
+                   algorithm1_s=2.0, dpsgd_s=dpsgd, dpsgd_over_algorithm1=dpsgd / 2.0)
+        (folder / name).write_text(json.dumps(dict(rows=[row], provenance=dict(
+            device="cpu: X", config=dict(command=f"bench {name}", load_average_1min_at_end=1.5)))))
+    text = bench(Sources(tmp_path / "results", "cpu"))
+    assert "| `bench_baselines_w1.json` | `bench bench_baselines_w1.json` | cpu: X | 2 | 3 interleaved steps | 1.5 |" in text
+    assert "| Inception, 1x width, batch 250 | 2 | 2.000 | 2.000 | 10.000 | 1.00 | **5.00** |" in text
+    assert "| Inception, 0.25x width, batch 250 | 1 | 2.000 | 2.000 | 1.200 | 1.00 | **0.60** |" in text
+
+
 def test_the_subspace_table_shows_each_rows_adversary_claim_and_verdict():
     """Each row of the subspace block names what the adversary sees and the claim for its own adjacency, with the
     notebook's verdict; q = 1 add/remove rows have no finite claim; the verdict counts add up to the rows."""

@@ -200,21 +200,26 @@ def dpsgd_inception(src: Sources) -> str:
 
 
 def bench(src: Sources) -> str:
-    """``bench_baselines.json``: seconds per step of the same model and batch, non-private, Algorithm 1 and DP-SGD."""
-    rec = src.json("bench_baselines")
-    rows = [r for r in rec["rows"] if "dpsgd_s" in r]
-    cfg = rec["provenance"]["config"]
-    load = cfg.get("load_average_1min_at_end")
-    out = ["| command | machine | threads | median of | 1-min load at its end |", "|---|---|---|---|---|",
-           f"| `{cfg['command']}` | {rec['provenance']['device']} | {rows[0]['threads']} | {rows[0]['reps']} "
-           f"interleaved steps | {_num(load, '.1f')} |", "",
-           "| model (GroupNorm, Opacus-compatible) | non-private s/step | Algorithm 1 s/step | DP-SGD s/step | "
-           "Algorithm 1 / non-private | DP-SGD / Algorithm 1 |", "|---|---|---|---|---|---|"]
+    """Every ``bench_baselines*.json`` (one per width and thread count): its command, machine, threads and load, then
+    seconds per step of the same model and batch, non-private, Algorithm 1 and DP-SGD, one row per model and file."""
+    found = sorted(src.folder.glob("bench_baselines*.json"))
+    if not found:
+        raise ReadmeError(f"{src.folder}: no bench_baselines*.json (python -m dirdp bench --baselines --json-out ...)")
+    recs = [(p, src.json(p.stem)) for p in found]
+    out = ["| file | command | machine | threads | median of | 1-min load at its end |", "|---|---|---|---|---|---|"]
+    for p, rec in recs:
+        rows = [r for r in rec["rows"] if "dpsgd_s" in r]
+        cfg = rec["provenance"]["config"]
+        out.append(f"| `{p.name}` | `{cfg['command']}` | {rec['provenance']['device']} | {rows[0]['threads']} | "
+                   f"{rows[0]['reps']} interleaved steps | {_num(cfg.get('load_average_1min_at_end'), '.1f')} |")
+    out += ["", "| model (GroupNorm, Opacus-compatible) | threads | non-private s/step | Algorithm 1 s/step | "
+            "DP-SGD s/step | Algorithm 1 / non-private | DP-SGD / Algorithm 1 |", "|---|---|---|---|---|---|---|"]
     label = {"inception": "Inception, {w:g}x width, batch {b}", "papernot_cnn": "Papernot CNN (tempered sigmoid), batch {b}"}
-    for r in rows:
-        out.append(f"| {label.get(r['model'], r['model']).format(w=r['width'], b=r['batch'])} | {r['nonprivate_s']:.3f} "
-                   f"| {r['algorithm1_s']:.3f} | {r['dpsgd_s']:.3f} | {r['algorithm1_s'] / r['nonprivate_s']:.2f} | "
-                   f"**{r['dpsgd_over_algorithm1']:.2f}** |")
+    for _, rec in recs:
+        for r in (r for r in rec["rows"] if "dpsgd_s" in r):
+            out.append(f"| {label.get(r['model'], r['model']).format(w=r['width'], b=r['batch'])} | {r['threads']} | "
+                       f"{r['nonprivate_s']:.3f} | {r['algorithm1_s']:.3f} | {r['dpsgd_s']:.3f} | "
+                       f"{r['algorithm1_s'] / r['nonprivate_s']:.2f} | **{r['dpsgd_over_algorithm1']:.2f}** |")
     return "\n".join(out)
 
 
@@ -236,7 +241,7 @@ def builders() -> dict:
         "cpu-precision": (campaign.cpu_precision, f"{r}/bench_sweep*.json"),
         "baselines": (baselines, f"results/runs/{{p}}/, {r}/table2_mnist.csv, {r}/table4_fashionmnist.csv"),
         "dpsgd-inception": (dpsgd_inception, f"results/runs/{{p}}/fashionmnist/, {r}/table4_fashionmnist.csv"),
-        "bench": (bench, f"{r}/bench_baselines.json"),
+        "bench": (bench, f"{r}/bench_baselines*.json"),
         "audit-reconstruction": (audit.reconstruction, f"{r}/audit_reconstruction.csv"),
         "audit-canary": (audit.canary, f"{r}/audit_canary.csv"),
         "audit-membership": (audit.membership, f"{r}/audit_membership.csv"),
