@@ -13,7 +13,9 @@
 #                                     # nothing else), copy them back, rewrite the README and docs blocks and commit; DRY=1
 #                                     # only prints the plan. Snakemake's own means: the rules whose jobs read the runs
 #                                     # (python -m dirdp.campaign.rebuild asks Snakemake) forced, train=false; no file
-#                                     # time is touched
+#                                     # time is touched. The audit of released weights is not forced by a run
+#                                     # whose weights are not in git (full width): it cannot change. A committed
+#                                     # source file in place of a run (dirdp/report/compare.py) rebuilds what reads it
 # Automated commits: one per `save` (the results, released models, runner records and the checkpoints of unfinished
 # runs, together) and one per `tables` (what the DAG rebuilt downstream of runs already saved); nothing else here, and
 # not the runner (dirdp.campaign), commits.

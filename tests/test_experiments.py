@@ -86,10 +86,14 @@ def test_cpu_profile_keeps_the_papers_privacy_protocol():
 
 
 def test_status_rules():
-    # one run 0.31 below 99.37 +- 0.059: [-0.31 -+ 2.7764 x 0.059 x 1.0954] = [-0.489, -0.131]
+    # one run 0.31 below 99.37 +- 0.059: [-0.31 -+ 2.7764 x 0.059 x 1.0954] = [-0.489, -0.131], shown, no verdict
     row = dict(paper=99.37, paper_std=0.059, **report.estimate(99.06, None, 1, 99.37, 0.059))
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((-0.489, -0.131), abs=1e-3)
+    assert report.status(row, reduced_width=True, reduced_protocol=False) == "no verdict (n = 1) (reduced width)"
+    # three seeds 99.06 +- 0.10 against it: Welch (df = 2.9) [-0.518, -0.102] decides
+    row = dict(paper=99.37, paper_std=0.059, **report.estimate(99.06, 0.10, 3, 99.37, 0.059))
     assert report.status(row, reduced_width=True, reduced_protocol=False) == "below the paper, within 1 point (reduced width)"
-    row = dict(paper=99.37, paper_std=0.059, **report.estimate(99.47, None, 1, 99.37, 0.059))  # [-0.079, 0.279]
+    row = dict(paper=99.37, paper_std=0.059, **report.estimate(99.45, 0.05, 3, 99.37, 0.059))  # [-0.02, 0.18]
     assert report.status(row, reduced_width=False, reduced_protocol=False) == "within 1 point of the paper"
     row = dict(paper=99.37, paper_std=None, **report.estimate(99.06, None, 1, 99.37, None))
     assert report.status(row, reduced_width=False, reduced_protocol=False) == "no spread printed"
@@ -145,7 +149,7 @@ def test_a_cell_shows_one_row_per_width_with_the_gpu_runs_and_welch_for_means(tm
     assert (full.ci_low, full.ci_high) == pytest.approx((-0.4925, 0.4325), abs=1e-3)
     assert full.interval == "Welch (df = 2.5)"
     # 0.5x, one run 88.0: 3.13 below, [-3.6775, -2.5825] (the paper's spread only)
-    assert half.status == "below the paper (reduced width)" and half.interval == "paper spread only (n = 1)"
+    assert half.status == "no verdict (n = 1) (reduced width)" and half.interval == "paper spread only (n = 1)"
     assert quarter.status == "below the paper (reduced width)" and quarter.ci_high < 0
     assert quarter["mean"] == pytest.approx(85.4, abs=1e-3) and quarter.seeds == "0 1 2"
     fig = report.figure(get_object("table4_fashionmnist"), table)

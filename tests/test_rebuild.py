@@ -81,6 +81,31 @@ def test_the_readers_of_a_run_are_the_jobs_that_list_it_as_input():
         rebuild.readers(DRY_RUN, ["results/runs/p/mnist/alg1_eps9_seed0.json"])
     with pytest.raises(ValueError, match="planned nothing"):
         rebuild.readers("Nothing to be done (all requested files are present and up to date).", ["x.json"])
+    # a source file: the rules that read it (after a change to how a table is made)
+    assert rebuild.readers(DRY_RUN, ["dirdp/report/objects.py"]) == ["table2_mnist"]
+
+
+AUDIT_DRY_RUN = """rule audit_released_models:
+    input: notebooks/audit_released_models.ipynb, results/runs/p/mnist/alg1_eps1_seed0.json, results/runs/p/mnist/alg1_w1_eps1_seed0.json
+    output: results/p/audit_released_models.csv
+
+rule table2_mnist:
+    input: notebooks/accuracy_vs_eps.ipynb, results/runs/p/mnist/alg1_eps1_seed0.json, results/runs/p/mnist/alg1_w1_eps1_seed0.json
+    output: results/p/table2_mnist.csv
+"""
+
+
+def test_a_run_without_its_weights_does_not_make_the_audit_of_released_weights_a_reader(tmp_path):
+    quarter, full = "results/runs/p/mnist/alg1_eps1_seed0.json", "results/runs/p/mnist/alg1_w1_eps1_seed0.json"
+    assert rebuild.weights(full) == "results/runs/p/mnist/alg1_w1_eps1_seed0.model.pt"
+    assert rebuild.readers(AUDIT_DRY_RUN, [full]) == ["audit_released_models", "table2_mnist"]
+    assert rebuild.readers(AUDIT_DRY_RUN, [full], frozenset([full])) == ["table2_mnist"]
+    # with another run whose weights are there, the audit is rebuilt for that one
+    assert rebuild.readers(AUDIT_DRY_RUN, [full, quarter], frozenset([full])) == ["audit_released_models",
+                                                                                  "table2_mnist"]
+    listed = subprocess.run([sys.executable, "-m", "snakemake", "--list-rules", "--configfile", "config/cpu.yaml",
+                             "--config", "train=false"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert set(rebuild.WEIGHT_READERS) <= set(re.findall(r"^(\w+)", listed, re.M))  # a renamed rule fails here
 
 
 @pytest.fixture(scope="module")
@@ -123,10 +148,12 @@ def test_tables_plans_exactly_what_reads_the_runs_that_landed(fixture_repo):
     before = _times(fixture_repo)
     proc = _tables(fixture_repo, RUN)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    readers = {"table4_fashionmnist", "width_effect", "runs_summary", "baselines_comparison", "audit_released_models",
-               "headline"}
+    # the fixture holds no weights: the audit of the released models cannot change, and is not forced
+    readers = {"table4_fashionmnist", "width_effect", "runs_summary", "baselines_comparison", "headline"}
     assert f"campaign: forcing the rules that read these runs (and so what is downstream of them): " \
            f"{' '.join(sorted(readers))}" in proc.stdout
+    assert f"campaign: not forced: audit_released_models (it audits released weights, and those of {RUN} are not " \
+           "in the checkout" in proc.stderr
     planned = {m[1] for m in re.finditer(r"^(\w+)\s+1$", proc.stdout, re.M)}
     assert planned == readers | {"index", "all"}, proc.stdout
     assert "train" not in planned
@@ -143,6 +170,23 @@ def test_tables_after_a_run_that_the_tables_show_from_another_profile(fixture_re
     planned = {m[1] for m in re.finditer(r"^(\w+)\s+1$", proc.stdout, re.M)}
     assert planned == {"table4_fashionmnist", "width_effect", "baselines_comparison", "headline", "index", "all"}, \
         proc.stdout
+
+
+def test_tables_forces_the_audit_of_released_weights_when_the_runs_weights_are_committed(fixture_repo):
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    weights = rebuild.weights(RUN)
+    (fixture_repo / weights).write_bytes(b"weights")  # a dry run reads no weights: that they are there is enough
+    subprocess.run([*git, "add", weights], cwd=fixture_repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "weights"], cwd=fixture_repo, check=True)
+    try:
+        proc = _tables(fixture_repo, RUN)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        forcing = re.search(r"^campaign: forcing the rules.*: (.*)$", proc.stdout, re.M)[1].split()
+        assert "audit_released_models" in forcing and "table4_fashionmnist" in forcing
+        assert "not forced" not in proc.stderr
+    finally:
+        subprocess.run([*git, "rm", "-q", weights], cwd=fixture_repo, check=True)
+        subprocess.run([*git, "commit", "-qm", "no weights"], cwd=fixture_repo, check=True)
 
 
 def test_tables_refuses_a_run_that_is_not_committed_or_not_of_the_profile(fixture_repo):

@@ -9,6 +9,8 @@ the rebuild.
 
     python -m dirdp.campaign.rebuild --configfile config/cpu.yaml results/runs/cpu/mnist/alg1_eps1_seed2.json
     # prints the rules that read it, one a line (exit 2, one line on stderr: a run that no job reads)
+    python -m dirdp.campaign.rebuild --configfile config/cpu.yaml dirdp/report/compare.py
+    # the same for a source file: the rules that read it (after a change to how tables are made)
 """
 
 from __future__ import annotations
@@ -20,14 +22,26 @@ import subprocess
 import sys
 
 TRAIN = ("--config", "train=false")  # the DAG of the runs on disk: no train job is planned
+# The rules that read a run's released weights (the ``.model.pt`` beside its JSON), not its JSON alone: the audit of
+# the released models (notebooks/audit_released_models.ipynb audits a result only where its weights are on disk and
+# lists the others as "not audited"). A run whose weights are not in the checkout (full width: .gitignore keeps them
+# out of git) changes nothing such a rule writes, so it does not make that rule a reader (and a rebuild after it
+# does not spend half an hour auditing the models that did not change).
+WEIGHT_READERS = ("audit_released_models",)
 # one job of a dry run: "rule NAME:" (or "localrule NAME:"), then its indented fields, "    input: a, b, c" among them
 _JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*(?:\n|$))*)", re.M)
 
 
-def readers(dry_run: str, runs: list[str]) -> list[str]:
+def weights(run: str) -> str:
+    """The released weights of the run whose result is ``run`` (``X.json`` -> ``X.model.pt``)."""
+    return re.sub(r"\.json$", ".model.pt", run)
+
+
+def readers(dry_run: str, runs: list[str], weightless: frozenset[str] = frozenset()) -> list[str]:
     """The rules (sorted, ``all`` left out) whose jobs list one of ``runs`` as input in ``dry_run`` (the output of
-    ``snakemake -n`` with those jobs planned). Raises ValueError naming a run that no job reads (not a run of the
-    profile or of what its tables show, or not on disk)."""
+    ``snakemake -n`` with those jobs planned), except :data:`WEIGHT_READERS` for the runs in ``weightless`` (their
+    weights are not in the checkout). Also any other input file: a source file gives the rules that read it. Raises
+    ValueError naming a run that no job reads (not a run of the profile or of what its tables show, or not on disk)."""
     inputs: dict[str, set[str]] = {}
     for rule, fields in _JOB.findall(dry_run):
         listed = re.search(r"^[ \t]+input: (.*)$", fields, re.M)
@@ -40,7 +54,7 @@ def readers(dry_run: str, runs: list[str]) -> list[str]:
         if not found:
             raise ValueError(f"{run}: no job of the profile's DAG reads it (a run of this profile, or of one its "
                              "tables show, that is on disk?)")
-        out |= found
+        out |= found - set(WEIGHT_READERS) if run in weightless else found
     return sorted(out)
 
 
@@ -61,19 +75,29 @@ def dry_run(configfile: str, *, cwd: str | None = None) -> str:
     return _snakemake("-n", "--cores", "1", "--configfile", configfile, *TRAIN, "--forcerun", *rules, cwd=cwd)
 
 
-def forced_rules(configfile: str, runs: list[str], *, cwd: str | None = None) -> list[str]:
+def forced_rules(configfile: str, runs: list[str], *, cwd: str | None = None, note=None) -> list[str]:
     """The rules to force (``--forcerun``) so that Snakemake rebuilds what reads ``runs``: :func:`readers` of
-    :func:`dry_run`."""
-    return readers(dry_run(configfile, cwd=cwd), runs)
+    :func:`dry_run`, the runs whose weights are not in ``cwd`` (the checkout) weightless. ``note`` (a callable)
+    is told, in one line, which weight readers are left as they are and why."""
+    weightless = frozenset(r for r in runs if r.endswith(".json")
+                           and not os.path.exists(os.path.join(cwd or ".", weights(r))))
+    listed = dry_run(configfile, cwd=cwd)
+    out = readers(listed, runs, weightless)
+    left = sorted(set(readers(listed, runs)) - set(out))
+    if left and note:
+        note(f"not forced: {', '.join(left)} (it audits released weights, and those of "
+             f"{', '.join(sorted(weightless))} are not in the checkout: what it writes cannot change)")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m dirdp.campaign.rebuild", description=__doc__.split("\n\n")[0])
     p.add_argument("--configfile", default="config/cpu.yaml", help="the profile (default: config/cpu.yaml)")
-    p.add_argument("runs", nargs="+", metavar="RUN.json", help="result files of the runs that landed")
+    p.add_argument("runs", nargs="+", metavar="RUN.json",
+                   help="result files of the runs that landed (or source files whose change is to be shown)")
     args = p.parse_args(argv)
     try:
-        rules = forced_rules(args.configfile, args.runs)
+        rules = forced_rules(args.configfile, args.runs, note=lambda line: print(f"campaign: {line}", file=sys.stderr))
     except ValueError as err:
         print(f"campaign: {err}", file=sys.stderr)
         return 2

@@ -9,7 +9,7 @@ import math
 import pandas as pd
 
 from dirdp import methods
-from dirdp.report.compare import MARGIN
+from dirdp.report.compare import MARGIN, ONE_RUN
 
 WIDTH_MARKER = {1.0: "D", 0.5: "s", 0.25: "o"}  # ours, by model width (any other width: "^")
 SEES_MARKER = {"every update": "o", "final model": "s", "one release": "D"}  # the audited lower bound, by adversary
@@ -23,8 +23,9 @@ FONT = 10
 
 
 def verdict_colour(verdict) -> str:
-    """A verdict's colour: within the margin green (below or above it too), outside it red, undecided or none grey."""
-    if not isinstance(verdict, str) or verdict.startswith("undecided"):
+    """A verdict's colour: within the margin green (below or above it too), outside it red; undecided, one run's
+    (no verdict) or none grey."""
+    if not isinstance(verdict, str) or verdict.startswith("undecided") or verdict == ONE_RUN:
         return "0.5"
     return "tab:green" if f"within {MARGIN:g} point" in verdict else "tab:red"
 
@@ -196,7 +197,7 @@ def draw_headline(cells: pd.DataFrame, audit: pd.DataFrame, *, title: str = ""):
                    Line2D([], [], color="0.3", lw=5, alpha=0.45, label="ours ± std over seeds"),
                    Patch(color="tab:green", label=f"CI within ±{MARGIN:g} point"),
                    Patch(color="tab:red", label=f"CI outside ±{MARGIN:g}, excludes 0"),
-                   Patch(color="0.5", label="undecided / no paper std")], **legend)
+                   Patch(color="0.5", label="undecided / n = 1 / no paper std")], **legend)
     fig.legend(loc="outside lower right", handles=[
                    Line2D([], [], marker="|", color="black", ls="none", ms=11, mew=2.5, label="claimed ε"),
                    Line2D([], [], marker="o", mfc="none", mec="tab:red", ls="none", ms=7, label="exact bound")]

@@ -17,7 +17,7 @@ import pandas as pd
 from dirdp import provenance
 from dirdp.experiments import OBJECTS
 from dirdp.protocol import fmt_eps, parse_eps
-from dirdp.report.compare import LEVEL, MARGIN, PAPER_SPREAD_ONLY
+from dirdp.report.compare import LEVEL, MARGIN, ONE_RUN, PAPER_SPREAD_ONLY
 from dirdp.report.index_audit import audit_rows
 from dirdp.report.index_figures import figure_lines
 from dirdp.report.runs import read_run, run_files
@@ -31,10 +31,11 @@ Profile: **{profile}** (`config/{profile}.yaml`); its results are in `results/{p
 Every object of the paper, the command that regenerates it, our numbers beside the paper's (one row per cell,
 model width and precision; mean ± std over our n seeds), and ours - paper with its {level:g}% confidence interval:
 Welch's for a mean over n >= 2 seeds (both spreads), and for one run (n = 1) the paper's spread only (*{spread_only}*:
-the interval one more run with the paper's spread would fall in). The status is the verdict of that interval against
-a margin of {margin:g} accuracy point: *within {margin:g} point of the paper* (the whole interval within ±{margin:g}),
-*below the paper* or *above the paper* (it excludes 0 on that side; both: *below the paper, within {margin:g} point*),
-or *undecided (n = ...)* (too wide to say). Otherwise *no spread printed* (the paper's eps = inf columns: no
+the interval one more run with the paper's spread would fall in). The status of a mean over n >= 2 seeds is the
+verdict of its interval against a margin of {margin:g} accuracy point: *within {margin:g} point of the paper* (the
+whole interval within ±{margin:g}), *below the paper* or *above the paper* (it excludes 0 on that side; both: *below
+the paper, within {margin:g} point*), or *undecided (n = ...)* (too wide to say). One run claims nothing more: *{one_run}*
+(its interval assumes our seed spread is the paper's, which one run cannot check). Otherwise *no spread printed* (the paper's eps = inf columns: no
 interval), *not comparable* (a reduced protocol: fewer steps, another q, a training subset), or *not run here* with
 the reason. Runs at reduced model width say so; their accuracies are not the paper's model. Numbers the paper quotes
 from other work are in each object's CSV as rows labelled `paper, cited`, never mixed with ours. Every figure of the
@@ -261,7 +262,7 @@ def write_index(*, results: str | Path = "results", profile: str, out: str | Pat
     dirty, marked = _dirty_results(results, profile, out)
     rows = [_mark(r, marked) for r in rows]
     text = HEAD.format(profile=profile, commit=provenance.git_commit(), level=100 * LEVEL, margin=MARGIN,
-                       spread_only=PAPER_SPREAD_ONLY) + "\n## Objects\n\n" + "\n".join(rows)
+                       spread_only=PAPER_SPREAD_ONLY, one_run=ONE_RUN) + "\n## Objects\n\n" + "\n".join(rows)
     text += "\n\n" + "\n".join(figure_lines(results.parent.parent / "figures" / profile, figures,
                                         results.parent.parent / "notebooks"))
     text += "\n\n## Cells, ours beside the paper\n\n" + "\n".join(sections) + "\n" + "\n".join(dirty) + "\n"
