@@ -180,6 +180,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_m.add_argument("--results", default="results", help="results folder")
     p_m.add_argument("--profile", default="cpu", help="the profile whose committed results the README cites")
     p_m.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each block that differs")
+    p_ms = add("membership", "membership inference on released models: each row kept in a record beside its run",
+               "Audit released models by membership inference (their own training records against as many test "
+               "records, the logit margin, beside the untrained model's null) and keep each row in a record beside "
+               "its run (RUN.json.membership), which the DAG's audit of the released models reads back where the "
+               "weights are not in git. Needs each run's weights (RUN.model.pt); a record already made for the same "
+               "weights, n, seed and code is kept.",
+               "membership results/runs/cpu/fashionmnist/alg1_w1_bf16_eps2_seed0.json")
+    p_ms.add_argument("runs", nargs="+", metavar="RUN.json", help="result files of released models (weights beside)")
+    p_ms.add_argument("--n", type=int, default=None,
+                      help="training records, and as many test records, per model (default: the DAG's, 10,000)")
+    p_ms.add_argument("--seed", type=int, default=0, help="seed of the record draw (default 0, the DAG's)")
+    p_ms.add_argument("--data-root", help="data folder (default: $DIRDP_DATA, else ./data)")
     p_b = add("bench", "per-step time of non-private training vs Algorithm 1, per model",
               "Time one training step of non-private training and of Algorithm 1 (optionally DP-SGD) for each model.",
               "bench --models resnet9 --width 0.25 --reps 3")

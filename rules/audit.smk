@@ -1,6 +1,8 @@
 """The privacy audit: attacks on Algorithm 1 and the baselines (dirdp.audit), and membership inference
 on the models this profile released."""
 
+from dirdp.experiments import RELEASED_MODELS_N
+
 
 rule audit_privacy:
     """The privacy audit (dirdp.audit): reconstruction of private images from one update (analytic on a
@@ -39,7 +41,10 @@ rule audit_privacy:
 
 
 rule audit_released_models:
-    """Membership inference (loss threshold) on every image model this profile released."""
+    """Membership inference (logit margin) on every image model this profile released: each row read from its run's
+    record (X.json.membership, dirdp.audit.released_model_row) where that was made for the same weights, n, seed and
+    code, else computed from the weights and recorded; a run with neither (full-width weights are not in git) is
+    listed as not audited."""
     input:
         deps(
             "notebooks/audit_released_models.ipynb",
@@ -61,7 +66,7 @@ rule audit_released_models:
         f"{NB_LOGS}/audit_released_models.log",
     params:
         cmd=papermill("audit_released_models", {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}",
-                                                "n": 10000}),
+                                                "n": RELEASED_MODELS_N, "store": True}),
     conda:
         ENV
     shell:

@@ -7,7 +7,9 @@
 #   bash scripts/campaign.sh status   # where each run stands (finished + accuracy, checkpoint step, queued)
 #   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops
 #   bash scripts/campaign.sh save     # stop, then commit finished results and the checkpoints of unfinished
-#                                     # runs (git add -f: they are ignored otherwise), so the next start resumes
+#                                     # runs (git add -f: they are ignored otherwise), so the next start resumes;
+#                                     # a finished run whose weights stay out of git first gets its membership
+#                                     # record (python -m dirdp membership), which the audit reads in their place
 #   bash scripts/campaign.sh tables RUN.json...   # after runs land (committed): rebuild, in a clean checkout of
 #                                     # HEAD, every table, figure, notebook and index downstream of those runs (and
 #                                     # nothing else), copy them back, rewrite the README and docs blocks and commit; DRY=1
@@ -73,6 +75,15 @@ case "${1:-start}" in
   save)
     stop
     profile=$("$PY" -c "import yaml, sys; print(yaml.safe_load(open('$CONFIG'))['profile'])")
+    # each finished run whose weights stay out of git (full width): its membership row, kept in a record beside it
+    # (RUN.json.membership, committed below) for the audit of the released models (python -m dirdp membership; a
+    # record already made for the same weights, n, seed and code is kept; minutes a new full-width model)
+    mapfile -t unkept < <(find "results/runs/$profile" -name '*.model.pt' | sort | while read -r w; do
+      j="${w%.model.pt}.json"; if [ -f "$j" ] && git check-ignore -q "$w"; then echo "$j"; fi; done)
+    if [ ${#unkept[@]} -gt 0 ]; then
+      "$PY" -m dirdp membership "${unkept[@]}" \
+        || echo "campaign: not every membership record was made (above); the results are saved regardless" >&2
+    fi
     paths=("results/runs/$profile")
     [ -n "$(ls -A "results/campaign/$profile" 2>/dev/null)" ] && paths+=("results/campaign/$profile")  # runner records
     git add -A -- "${paths[@]}"   # results, released models, runner records, a finished run's deleted checkpoint

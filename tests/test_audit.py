@@ -202,6 +202,106 @@ def test_a_released_models_membership_row_says_which_normalisation_it_had(tmp_pa
     assert row["score"].startswith("logit margin") and row["n_members"] == row["n_non_members"] == 50
 
 
+@pytest.fixture(scope="module")
+def released_run(tmp_path_factory, mirror_root):
+    """A tiny released Algorithm-1 model (result JSON and weights), trained once for the module."""
+    import os
+
+    from dirdp import training
+
+    os.environ.setdefault("DIRDP_DATA", str(mirror_root))
+    folder = tmp_path_factory.mktemp("released")
+    cfg = training.make_config("mnist", 1.0, 0, steps=2, q=0.01, width=0.125, train_subset=200, eval_every=2)
+    training.train(cfg, folder / "run.json", data=training.load_data(cfg, mirror_root), progress=False)
+    return folder / "run.json"
+
+
+def _copy_run(run: Path, to: Path, *, weights: bool = True) -> Path:
+    """The result (and its weights unless ``weights`` is False) copied into ``to``; the copy's result path."""
+    import shutil
+
+    from dirdp.audit import membership
+
+    shutil.copy(run, to / run.name)
+    if weights:
+        shutil.copy(membership.weights_path(run), membership.weights_path(to / run.name))
+    return to / run.name
+
+
+def test_a_released_models_row_is_kept_in_its_record_and_read_back_without_the_weights(released_run, tmp_path,
+                                                                                        mirror_root):
+    """With store, the row computed from the weights is written beside the run (X.json.membership); the weights gone
+    (full width: not in git), the same row comes back from the record, which says where and when it was made."""
+    from dirdp.audit import membership
+
+    run = _copy_run(released_run, tmp_path)
+    row, row_from = audit.released_model_row(run, n=50, seed=0, data_root=mirror_root, store=True)
+    record = membership.record_path(run)
+    assert record.name == "run.json.membership" and record.exists() and "kept in" in row_from
+    assert row == audit.released_model_mia(run, n=50, seed=0, data_root=mirror_root)  # the same code, same machine
+    membership.weights_path(run).unlink()
+    again, again_from = audit.released_model_row(run, n=50, seed=0, store=True)
+    assert again_from.startswith(str(record)) and " at " in again_from and "cpu" in again_from
+    assert again.keys() == row.keys() and all(again[k] == pytest.approx(row[k]) if isinstance(row[k], float)
+                                              else again[k] == row[k] for k in row)
+
+
+def test_a_record_made_for_other_weights_n_or_code_gives_no_row_without_the_weights(released_run, tmp_path,
+                                                                                      mirror_root, monkeypatch):
+    """Another n, other weights (the result's params_sha256), other row code: the record is not read; with the
+    weights the row is computed again (and, with store, the record replaced), without them there is none and the
+    reason names what differs. Without store nothing is written."""
+    import json
+
+    from dirdp.audit import membership
+
+    run = _copy_run(released_run, tmp_path)
+    row, row_from = audit.released_model_row(run, n=40, seed=0, data_root=mirror_root)
+    assert row_from == "the weights" and not membership.record_path(run).exists()
+    audit.released_model_row(run, n=40, seed=0, data_root=mirror_root, store=True)
+    kept = membership.record_path(run).read_text()
+    membership.weights_path(run).unlink()
+    row, why = audit.released_model_row(run, n=50, seed=0)
+    assert row is None and "another n" in why and "weights are not in this checkout" in why
+    assert audit.released_model_row(run, n=40, seed=1)[0] is None
+    assert audit.released_model_row(run, n=40, seed=0)[0] is not None
+    res = json.loads(run.read_text())
+    run.write_text(json.dumps(dict(res, params_sha256="0" * 64)))  # retrained: other weights
+    row, why = audit.released_model_row(run, n=40, seed=0)
+    assert row is None and "params_sha256" in why
+    run.write_text(json.dumps(res))
+    monkeypatch.setattr(membership, "code_sha256", lambda: "other code")
+    row, why = audit.released_model_row(run, n=40, seed=0)
+    assert row is None and "code_sha256" in why
+    assert membership.record_path(run).read_text() == kept  # a reader never rewrites a record
+
+
+def test_membership_command_keeps_each_row_and_refuses_a_run_without_weights_or_record(released_run, tmp_path,
+                                                                                       mirror_root, capsys):
+    """python -m dirdp membership RUN.json: writes the record, says the AUC; a run with neither weights nor record,
+    or a file that is no result, is one line and exit 2 before any model is audited."""
+    from dirdp.__main__ import main
+    from dirdp.audit import membership
+
+    here = tmp_path / "here"
+    gone = tmp_path / "gone"
+    here.mkdir(), gone.mkdir()
+    run, weightless = _copy_run(released_run, here), _copy_run(released_run, gone, weights=False)
+    assert main(["membership", str(run), str(weightless), "--n", "30", "--data-root", str(mirror_root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "run.model.pt: not here" in err and "Traceback" not in err
+    assert not membership.record_path(run).exists()  # refused before any work
+    junk = tmp_path / "junk.json"
+    junk.write_text("{}")
+    assert main(["membership", str(junk)]) == 2 and "not a run's result" in capsys.readouterr().err
+    assert main(["membership", str(run), "--n", "0"]) == 2 and "--n must be" in capsys.readouterr().err
+    assert main(["membership", str(run), "--n", "30", "--data-root", str(mirror_root)]) == 0
+    out = capsys.readouterr().out
+    assert "AUC 0." in out and "kept in" in out and membership.record_path(run).exists()
+    assert main(["membership", str(run), "--n", "30"]) == 0  # kept: read back, nothing computed
+    assert "from " + str(membership.record_path(run)) in capsys.readouterr().out
+
+
 def test_ties_are_broken_at_random_not_counted_half_or_admitted_together():
     """The issue's case: many members and non-members at one score (a confident model's float32 loss of exactly 0).
     Counting ties 1/2 pins the AUC and a threshold above the tie admits none of them (TPR 0 at low FPR by

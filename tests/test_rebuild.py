@@ -172,12 +172,16 @@ def test_tables_after_a_run_that_the_tables_show_from_another_profile(fixture_re
         proc.stdout
 
 
-def test_tables_forces_the_audit_of_released_weights_when_the_runs_weights_are_committed(fixture_repo):
+@pytest.mark.parametrize("kept", ["weights", "record"])
+def test_tables_forces_the_audit_of_released_weights_when_the_runs_weights_or_its_record_are_committed(
+        fixture_repo, kept):
+    """Its weights, or (full width: weights out of git) the record of the membership row they gave, made where the
+    run trained: the audit of the released models can change, and is forced."""
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
-    weights = rebuild.weights(RUN)
-    (fixture_repo / weights).write_bytes(b"weights")  # a dry run reads no weights: that they are there is enough
-    subprocess.run([*git, "add", weights], cwd=fixture_repo, check=True)
-    subprocess.run([*git, "commit", "-qm", "weights"], cwd=fixture_repo, check=True)
+    kept_file = rebuild.weights(RUN) if kept == "weights" else rebuild.record(RUN)
+    (fixture_repo / kept_file).write_bytes(b"weights")  # a dry run reads no weights: that they are there is enough
+    subprocess.run([*git, "add", kept_file], cwd=fixture_repo, check=True)
+    subprocess.run([*git, "commit", "-qm", kept], cwd=fixture_repo, check=True)
     try:
         proc = _tables(fixture_repo, RUN)
         assert proc.returncode == 0, proc.stderr[-3000:]
@@ -185,8 +189,14 @@ def test_tables_forces_the_audit_of_released_weights_when_the_runs_weights_are_c
         assert "audit_released_models" in forcing and "table4_fashionmnist" in forcing
         assert "not forced" not in proc.stderr
     finally:
-        subprocess.run([*git, "rm", "-q", weights], cwd=fixture_repo, check=True)
-        subprocess.run([*git, "commit", "-qm", "no weights"], cwd=fixture_repo, check=True)
+        subprocess.run([*git, "rm", "-q", kept_file], cwd=fixture_repo, check=True)
+        subprocess.run([*git, "commit", "-qm", "no " + kept], cwd=fixture_repo, check=True)
+
+
+def test_the_record_rebuild_looks_for_is_the_one_the_audit_writes():
+    from dirdp.audit.membership import record_path
+
+    assert rebuild.record(RUN) == str(record_path(RUN))
 
 
 def test_tables_refuses_a_run_that_is_not_committed_or_not_of_the_profile(fixture_repo):

@@ -1,20 +1,28 @@
 """Black-box membership inference at matched claimed epsilon (the loss-threshold attack of Yeom et
 al. 2018, :func:`dirdp.audit.attacks.loss_threshold_attack`): on models trained here on a small
 member set (:func:`membership_experiment`), and on the models the DAG released
-(:func:`released_model_mia`).
+(:func:`released_model_mia`), each kept in a record beside its run (:func:`released_model_row`): the
+paper-width models' weights stay out of git, so their row travels as that record.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
 from dirdp import methods
 from dirdp.audit.attacks import loss_threshold_attack
+from dirdp.experiments import RELEASED_MODELS_N
 
 NON_PRIVATE = "non-private"  # the method column of a row at eps = inf (whatever method trained it): no method's key
+RELEASED_N = RELEASED_MODELS_N  # training and as many test records per released model in the DAG's audit
+# the code that makes a released model's row from its weights: its hash keys the row's record (:func:`code_sha256`)
+_ROW_CODE = ("membership.py", "stats.py")
 
 
 def membership_experiment(members, non_members, *, method: str, eps: float, q: float, steps: int, out_dir,
@@ -98,3 +106,84 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
                 null_tpr_at_fpr_0_01=null["tpr_at_fpr_0.01"], null_tied_records=null["tied_records"],
                 auc_minus_null=attack["auc"] - null["auc"], loss_auc=loss["auc"],
                 loss_tpr_at_fpr_0_01=loss["tpr_at_fpr_0.01"], loss_tied_records=tied_records(torch.cat([loss_in, loss_out])))
+
+
+def record_path(result_path) -> Path:
+    """The record of a released model's membership row, beside its run: ``X.json`` -> ``X.json.membership`` (JSON;
+    named like the checkpoint ``X.json.ckpt.pt``, so that no reader of ``results/runs/**/*.json`` takes it for a
+    run)."""
+    result_path = Path(result_path)
+    return result_path.with_name(result_path.name + ".membership")
+
+
+def weights_path(result_path) -> Path:
+    """The released weights of a run: ``X.json`` -> ``X.model.pt``."""
+    result_path = Path(result_path)
+    return result_path.with_name(result_path.stem + ".model.pt")
+
+
+def code_sha256() -> str:
+    """SHA-256 of the code that makes a row from weights (this module and :mod:`dirdp.audit.stats`): a record made
+    by other code is not used."""
+    h = hashlib.sha256()
+    for name in _ROW_CODE:
+        h.update((Path(__file__).with_name(name)).read_bytes())
+    return h.hexdigest()
+
+
+def _key(result_path, n: int, seed: int) -> dict:
+    res = json.loads(Path(result_path).read_text())
+    return dict(params_sha256=res.get("params_sha256"), n=int(n), seed=int(seed), code_sha256=code_sha256())
+
+
+def _why_not(record: Path, key: dict) -> str | None:
+    """None when ``record`` holds a row made for ``key``; else why it does not."""
+    if not record.exists():
+        return f"no record ({record.name})"
+    try:
+        made = json.loads(record.read_text())["key"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{record.name} is not a membership record"
+    diff = [k for k in key if made.get(k) != key[k]]
+    return f"{record.name} was made for another {', '.join(diff)}" if diff else None
+
+
+def why_no_record(result_path, *, n: int, seed: int) -> str | None:
+    """None when the run's record (:func:`record_path`) holds its row for these weights, ``n``, ``seed`` and code;
+    else why not, in a few words."""
+    return _why_not(record_path(result_path), _key(result_path, n, seed))
+
+
+def released_model_row(result_path, *, n: int = 2000, seed: int = 0, data_root=None,
+                       store: bool = False) -> tuple[dict | None, str]:
+    """The membership row of one released model (:func:`released_model_mia`) and where it came from (column
+    ``row_from``), or None and why there is none.
+
+    The row is read from the run's record (:func:`record_path`) when that record was made for the same weights
+    (the result's ``params_sha256``), ``n``, ``seed`` and row code (:func:`code_sha256`); else computed from the
+    weights beside the result (``X.model.pt``) and, with ``store``, written to the record (with its provenance).
+    Without a valid record or the weights (the paper-width models' weights are not in git) there is no row."""
+    from dirdp import provenance
+
+    result_path, record = Path(result_path), record_path(result_path)
+    key = _key(result_path, n, seed)
+    why = _why_not(record, key)
+    if why is None:
+        kept = json.loads(record.read_text())
+        prov = kept["provenance"]
+        row = {k: float(v) if v in ("inf", "-inf", "nan") else v for k, v in kept["row"].items()}  # jsonable's
+        commit = str(prov["git_commit"])
+        return row, f"{record} (made {prov['created_utc']} at {commit[:12] + commit[40:]}, {prov['device']})"
+    if not weights_path(result_path).exists():
+        return None, f"its weights are not in this checkout and {why}"
+    import time
+
+    start = time.perf_counter()
+    row = released_model_mia(result_path, n=n, seed=seed, data_root=data_root)
+    if not store:
+        return row, "the weights"
+    prov = provenance.collect(dict(result=str(result_path), n=n, seed=seed),
+                              wall_time_s=time.perf_counter() - start, seed=seed)
+    record.write_text(json.dumps(provenance.jsonable(dict(key=key, row=row, provenance=prov)), indent=1,
+                                 allow_nan=False) + "\n")
+    return row, f"the weights (kept in {record})"

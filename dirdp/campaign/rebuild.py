@@ -22,11 +22,11 @@ import subprocess
 import sys
 
 TRAIN = ("--config", "train=false")  # the DAG of the runs on disk: no train job is planned
-# The rules that read a run's released weights (the ``.model.pt`` beside its JSON), not its JSON alone: the audit of
-# the released models (notebooks/audit_released_models.ipynb audits a result only where its weights are on disk and
-# lists the others as "not audited"). A run whose weights are not in the checkout (full width: .gitignore keeps them
-# out of git) changes nothing such a rule writes, so it does not make that rule a reader (and a rebuild after it
-# does not spend half an hour auditing the models that did not change).
+# The rules that read a run's released weights (the ``.model.pt`` beside its JSON), or the row its weights gave (the
+# record ``.json.membership``, made where the weights were), not its JSON alone: the audit of the released models
+# (notebooks/audit_released_models.ipynb lists a result with neither as "not audited"). A run with neither in the
+# checkout (full width: .gitignore keeps the weights out of git) changes nothing such a rule writes, so it does not
+# make that rule a reader (and a rebuild after it does not spend time on the models that did not change).
 WEIGHT_READERS = ("audit_released_models",)
 # one job of a dry run: "rule NAME:" (or "localrule NAME:"), then its indented fields, "    input: a, b, c" among them
 _JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*(?:\n|$))*)", re.M)
@@ -35,6 +35,12 @@ _JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*(?:\n|$))*)", re.M)
 def weights(run: str) -> str:
     """The released weights of the run whose result is ``run`` (``X.json`` -> ``X.model.pt``)."""
     return re.sub(r"\.json$", ".model.pt", run)
+
+
+def record(run: str) -> str:
+    """The record of the membership row of the run whose result is ``run`` (``X.json`` -> ``X.json.membership``:
+    :func:`dirdp.audit.membership.record_path`)."""
+    return run + ".membership"
 
 
 def readers(dry_run: str, runs: list[str], weightless: frozenset[str] = frozenset()) -> list[str]:
@@ -77,16 +83,17 @@ def dry_run(configfile: str, *, cwd: str | None = None) -> str:
 
 def forced_rules(configfile: str, runs: list[str], *, cwd: str | None = None, note=None) -> list[str]:
     """The rules to force (``--forcerun``) so that Snakemake rebuilds what reads ``runs``: :func:`readers` of
-    :func:`dry_run`, the runs whose weights are not in ``cwd`` (the checkout) weightless. ``note`` (a callable)
-    is told, in one line, which weight readers are left as they are and why."""
+    :func:`dry_run`, the runs with neither their weights nor their membership record in ``cwd`` (the checkout)
+    weightless. ``note`` (a callable) is told, in one line, which weight readers are left as they are and why."""
     weightless = frozenset(r for r in runs if r.endswith(".json")
-                           and not os.path.exists(os.path.join(cwd or ".", weights(r))))
+                           and not any(os.path.exists(os.path.join(cwd or ".", f(r))) for f in (weights, record)))
     listed = dry_run(configfile, cwd=cwd)
     out = readers(listed, runs, weightless)
     left = sorted(set(readers(listed, runs)) - set(out))
     if left and note:
         note(f"not forced: {', '.join(left)} (it audits released weights, and those of "
-             f"{', '.join(sorted(weightless))} are not in the checkout: what it writes cannot change)")
+             f"{', '.join(sorted(weightless))} are not in the checkout, nor a record of the row they gave: what it "
+             "writes cannot change)")
     return out
 
 
