@@ -92,48 +92,6 @@ def _made_by(out) -> dict | None:
         return None
 
 
-def _membership(args) -> int:
-    """Membership inference on released models, each row kept in its run's record (dirdp.audit.released_model_row);
-    every run checked before any is audited."""
-    from pathlib import Path
-
-    from dirdp.audit import membership
-    from dirdp.data import DatasetMissingError
-
-    n = membership.RELEASED_N if args.n is None else args.n
-    if n < 1:
-        print(f"error: --n must be at least 1. Found {n}.", file=sys.stderr)
-        return 2
-    todo = []
-    for run in map(Path, args.runs):
-        try:
-            res = json.loads(run.read_text())
-        except (OSError, ValueError) as err:
-            print(f"error: {run}: not a readable result JSON ({type(err).__name__}).", file=sys.stderr)
-            return 2
-        if not isinstance(res, dict) or "params_sha256" not in res:
-            print(f"error: {run}: not a run's result (no params_sha256): give a RUN.json that training wrote.",
-                  file=sys.stderr)
-            return 2
-        weights = membership.weights_path(run)
-        if not weights.exists() and membership.why_no_record(run, n=n, seed=args.seed) is not None:
-            print(f"error: {weights}: not here, and no record of its row: run this where the run trained.",
-                  file=sys.stderr)
-            return 2
-        todo.append(run)
-    for i, run in enumerate(todo, 1):
-        print(f"[{i}/{len(todo)}] {run} ...", flush=True)
-        try:
-            row, row_from = membership.released_model_row(run, n=n, seed=args.seed, data_root=args.data_root,
-                                                          store=True)
-        except (ValueError, DatasetMissingError) as err:
-            print(f"error: {run}: {err}", file=sys.stderr)
-            return 2
-        print(f"  AUC {row['auc']:.4f} (untrained null {row['null_auc']:.4f}), TPR at 1% FPR "
-              f"{row['tpr_at_fpr_0.01']:.2%}, test accuracy {row['test_accuracy']:.2f}%: from {row_from}", flush=True)
-    return 0
-
-
 def _index(args) -> int:
     """``index``: the profile must be one of config/*.yaml, the --results folder and the folder of --out must
     exist (checked before any work; exit 2 with one line otherwise)."""
@@ -269,7 +227,9 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "index":
         return _index(args)
     if args.command == "membership":
-        return _membership(args)
+        from dirdp.audit.membership import command
+
+        return command(args.runs, n=args.n, seed=args.seed, data_root=args.data_root)
     if args.command == "readme":
         from dirdp.report import readme
         try:

@@ -31,10 +31,6 @@ INF = math.inf
 # (the mechanism's loss stays float32: dirdp.mechanism) with the channels_last layout, as validated on CPU
 PRECISIONS = ("fp32", "bf16")
 
-# the audit of the released models (rules/audit.smk): this many of a run's training records against as many test
-# records (dirdp.audit.released_model_row; its records are made, and read back, at this n)
-RELEASED_MODELS_N = 10_000
-
 # method key (CLI --method, file names) -> the name tables and figures print (the registry: dirdp.methods)
 METHODS: dict[str, str] = methods.LABELS
 

@@ -1,7 +1,7 @@
 """The privacy audit: attacks on Algorithm 1 and the baselines (dirdp.audit), and membership inference
 on the models this profile released."""
 
-from dirdp.experiments import RELEASED_MODELS_N
+from dirdp.protocol import RELEASED_MODELS_N
 
 
 rule audit_privacy:

@@ -276,6 +276,19 @@ def test_a_record_made_for_other_weights_n_or_code_gives_no_row_without_the_weig
     assert membership.record_path(run).read_text() == kept  # a reader never rewrites a record
 
 
+def test_a_records_code_hash_ignores_docstrings_comments_and_layout_not_what_the_code_does():
+    """The records of the paper-width rows can only be made again where their weights are: an edit that changes no
+    code (a docstring, a comment, a line wrapped) keeps them valid, a change to what a function computes does not."""
+    from dirdp.audit import membership
+
+    code = 'def f(x):\n    """Doc."""\n    # a comment\n    return x + 1\n'
+    same = 'def f(x):\n    """Other words."""\n    return (x\n            + 1)\n'
+    assert membership.tree_sha256(code) == membership.tree_sha256(same)
+    assert membership.tree_sha256(code) != membership.tree_sha256(code.replace("x + 1", "x + 2"))
+    assert membership.tree_sha256(code) != membership.tree_sha256("@torch.no_grad()\n" + code)
+    assert len(membership.code_sha256()) == 64
+
+
 def test_membership_command_keeps_each_row_and_refuses_a_run_without_weights_or_record(released_run, tmp_path,
                                                                                        mirror_root, capsys):
     """python -m dirdp membership RUN.json: writes the record, says the AUC; a run with neither weights nor record,

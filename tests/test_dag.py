@@ -55,7 +55,8 @@ COMMITTED_PROFILE = "cpu"
 
 def copy_workflow(work: Path, *, outputs: bool = False) -> Path:
     """The workflow's sources in ``work`` and, with ``outputs``, the committed outputs as a clone has them:
-    results/ (runs' JSONs without their model weights and checkpoints) and figures/."""
+    results/ (runs' JSONs without their model weights and checkpoints, nor the membership records those weights
+    gave: each run stands as a full-width one does in a clone, its weights not there) and figures/."""
     work.mkdir(parents=True, exist_ok=True)
     for name in WORKFLOW:
         src = REPO / name
@@ -65,7 +66,7 @@ def copy_workflow(work: Path, *, outputs: bool = False) -> Path:
             shutil.copy2(src, work / name)
     if outputs:
         shutil.copytree(REPO / "results", work / "results",
-                        ignore=shutil.ignore_patterns("*.pt", "*.lock", "*.tmp", "logs", "campaign"))
+                        ignore=shutil.ignore_patterns("*.pt", "*.membership", "*.lock", "*.tmp", "logs", "campaign"))
         shutil.copytree(REPO / "figures", work / "figures")
     return work
 

@@ -7,9 +7,12 @@ paper-width models' weights stay out of git, so their row travels as that record
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import inspect
 import json
 import math
+import textwrap
 from pathlib import Path
 
 import torch
@@ -17,12 +20,10 @@ import torch.nn.functional as F
 
 from dirdp import methods
 from dirdp.audit.attacks import loss_threshold_attack
-from dirdp.experiments import RELEASED_MODELS_N
+from dirdp.protocol import RELEASED_MODELS_N
 
 NON_PRIVATE = "non-private"  # the method column of a row at eps = inf (whatever method trained it): no method's key
 RELEASED_N = RELEASED_MODELS_N  # training and as many test records per released model in the DAG's audit
-# the code that makes a released model's row from its weights: its hash keys the row's record (:func:`code_sha256`)
-_ROW_CODE = ("membership.py", "stats.py")
 
 
 def membership_experiment(members, non_members, *, method: str, eps: float, q: float, steps: int, out_dir,
@@ -123,12 +124,27 @@ def weights_path(result_path) -> Path:
 
 
 def code_sha256() -> str:
-    """SHA-256 of the code that makes a row from weights (this module and :mod:`dirdp.audit.stats`): a record made
-    by other code is not used."""
+    """SHA-256 of the code that makes a row from weights: the syntax tree of each function it runs here
+    (:func:`released_model_mia`, :func:`margin_scores`, :func:`_logits` and the ROC summaries of
+    :mod:`dirdp.audit.stats`), without docstrings, comments or layout (:func:`tree_sha256`). A record made by other
+    code is not used; an edit anywhere else keeps the records (the paper-width ones can only be made again where
+    their weights are)."""
+    from dirdp.audit import stats
+
     h = hashlib.sha256()
-    for name in _ROW_CODE:
-        h.update((Path(__file__).with_name(name)).read_bytes())
+    for fn in (_logits, margin_scores, released_model_mia, stats.roc_at, stats.roc_random_ties, stats.tied_records):
+        h.update(tree_sha256(inspect.getsource(inspect.unwrap(fn))).encode())
     return h.hexdigest()
+
+
+def tree_sha256(source: str) -> str:
+    """SHA-256 of the syntax tree of ``source`` (a function's, decorators included) with its docstring removed:
+    comments, docstrings, line breaks and indentation do not change it, a change to what the code does does."""
+    tree = ast.parse(textwrap.dedent(source))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and ast.get_docstring(node) is not None:
+            node.body = node.body[1:] or [ast.Pass()]
+    return hashlib.sha256(ast.dump(tree, annotate_fields=False).encode()).hexdigest()
 
 
 def _key(result_path, n: int, seed: int) -> dict:
@@ -187,3 +203,40 @@ def released_model_row(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     record.write_text(json.dumps(provenance.jsonable(dict(key=key, row=row, provenance=prov)), indent=1,
                                  allow_nan=False) + "\n")
     return row, f"the weights (kept in {record})"
+
+
+def command(runs, *, n: int | None = None, seed: int = 0, data_root=None) -> int:
+    """``python -m dirdp membership RUN.json...``: each run's row kept in its record (:func:`released_model_row`,
+    ``store``), ``n`` the DAG's (:data:`RELEASED_N`) unless given. Every run is checked before any is audited: a
+    mistake is one line on stderr and exit 2."""
+    import sys
+
+    from dirdp.data import DatasetMissingError
+
+    def refuse(line: str) -> int:
+        print(f"error: {line}", file=sys.stderr)
+        return 2
+
+    n = RELEASED_N if n is None else n
+    if n < 1:
+        return refuse(f"--n must be at least 1. Found {n}.")
+    todo = []
+    for run in map(Path, runs):
+        try:
+            res = json.loads(run.read_text())
+        except (OSError, ValueError) as err:
+            return refuse(f"{run}: not a readable result JSON ({type(err).__name__}).")
+        if not isinstance(res, dict) or "params_sha256" not in res:
+            return refuse(f"{run}: not a run's result (no params_sha256): give a RUN.json that training wrote.")
+        if not weights_path(run).exists() and why_no_record(run, n=n, seed=seed) is not None:
+            return refuse(f"{weights_path(run)}: not here, and no record of its row: run this where the run trained.")
+        todo.append(run)
+    for i, run in enumerate(todo, 1):
+        print(f"[{i}/{len(todo)}] {run} ...", flush=True)
+        try:
+            row, row_from = released_model_row(run, n=n, seed=seed, data_root=data_root, store=True)
+        except (ValueError, DatasetMissingError) as err:
+            return refuse(f"{run}: {err}")
+        print(f"  AUC {row['auc']:.4f} (untrained null {row['null_auc']:.4f}), TPR at 1% FPR "
+              f"{row['tpr_at_fpr_0.01']:.2%}, test accuracy {row['test_accuracy']:.2f}%: from {row_from}", flush=True)
+    return 0
