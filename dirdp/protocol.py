@@ -12,11 +12,11 @@ import math
 from dataclasses import dataclass
 
 INF = math.inf
+_INF_WORDS = ("inf", "+inf", ".inf", "infinity", "+infinity", "∞")
 
 # the audit of the released models (rules/audit.smk): this many of a run's training records against as many test
 # records (dirdp.audit.released_model_row; its records are made, and read back, at this n)
 RELEASED_MODELS_N = 10_000
-_INF_WORDS = ("inf", "+inf", ".inf", "infinity", "+infinity", "∞")
 
 
 def parse_eps(value) -> float:

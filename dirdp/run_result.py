@@ -18,6 +18,20 @@ from dirdp.presets import get_preset
 from dirdp.protocol import parse_eps
 
 
+def weights_path(result_path: str | Path) -> Path:
+    """The weights a run released, beside its result: ``X.json`` -> ``X.model.pt``."""
+    result_path = Path(result_path)
+    return result_path.with_name(result_path.stem + ".model.pt")
+
+
+def record_path(result_path: str | Path) -> Path:
+    """The record of a released model's membership row, beside its result: ``X.json`` -> ``X.json.membership``
+    (JSON; named like the checkpoint ``X.json.ckpt.pt``, so that no reader of ``results/runs/**/*.json`` takes it for
+    a run; :func:`dirdp.audit.membership.released_model_row` writes and reads it)."""
+    result_path = Path(result_path)
+    return result_path.with_name(result_path.name + ".membership")
+
+
 def read_run(path: str | Path) -> dict:
     """The fields of one result JSON that the tables need (provenance stays in the file): what ran (data set,
     method, eps, seed, q, alpha, lr, optimizer, steps, width, norm), its r* and certified epsilon, test and validation

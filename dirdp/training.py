@@ -27,6 +27,7 @@ from dirdp.loop import accuracy, params_sha256, progress_bar  # noqa: F401  (the
 from dirdp.models import norm_of
 from dirdp.presets import get_preset
 from dirdp.protocol import Protocol
+from dirdp.run_result import weights_path
 from dirdp.sampling import PoissonSampler, poisson_sample  # noqa: F401
 
 
@@ -226,7 +227,7 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
     )
     _write_result(result, out)
     if fields["params_sha256"] is not None:
-        torch.save(learner.net.state_dict(), out.with_name(out.stem + ".model.pt"))
+        torch.save(learner.net.state_dict(), weights_path(out))
     ckpt_path.unlink(missing_ok=True)
     return result
 
@@ -289,7 +290,7 @@ def load_trained(result_path: str | os.PathLike, *, data_root=None,
     alone, no data set read). Not for LATENT runs (their model reads randomized bit strings, not images)."""
     result_path = Path(result_path)
     net, cfg = untrained_model(result_path)
-    weights = result_path.with_name(result_path.stem + ".model.pt")
+    weights = weights_path(result_path)
     if not weights.exists():
         raise FileNotFoundError(f"{weights} not found: the run's model is saved there when the run finishes.")
     net.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))

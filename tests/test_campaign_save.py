@@ -47,5 +47,5 @@ def test_save_commits_the_membership_record_of_a_run_whose_weights_stay_out_of_g
     assert str(membership.weights_path(full).relative_to(work)) not in committed  # still out of git
     assert str(membership.weights_path(reduced).relative_to(work)) in committed
     assert not membership.record_path(reduced).exists()
-    assert membership.why_no_record(full, n=membership.RELEASED_N, seed=0) is None  # the DAG's n and seed
+    assert membership.why_no_record(full, n=membership.RELEASED_MODELS_N, seed=0) is None  # the DAG's n and seed
     assert "AUC 0." in proc.stdout

@@ -196,7 +196,8 @@ def test_tables_forces_the_audit_of_released_weights_when_the_runs_weights_or_it
 def test_the_record_rebuild_looks_for_is_the_one_the_audit_writes():
     from dirdp.audit.membership import record_path
 
-    assert rebuild.record(RUN) == str(record_path(RUN))
+    assert rebuild.record(RUN) == str(record_path(RUN)) == RUN + ".membership"
+    assert rebuild.weights(RUN) == RUN[:-len(".json")] + ".model.pt"
 
 
 def test_tables_refuses_a_run_that_is_not_committed_or_not_of_the_profile(fixture_repo):

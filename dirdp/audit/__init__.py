@@ -38,12 +38,12 @@ from dirdp.audit.attacks import (invert_gradients, logit_grad_from_update, loss_
 from dirdp.audit.canary import (AUDIT_GRID, CANARY_MODEL, CanaryProblem, canary_audit, canary_problem, latent_audit,
                                 never_sampled_bound, train_linear_trials)
 from dirdp.audit.inversion import dense_reconstruction, inversion_experiment
-from dirdp.audit.membership import RELEASED_N, membership_experiment, released_model_mia, released_model_row
+from dirdp.audit.membership import membership_experiment, released_model_mia, released_model_row
 from dirdp.audit.subspace import subspace_audit, subspace_audit_rows, subspace_residuals
 from dirdp.audit.stats import EpsilonLowerBound, audit_threshold, clopper_pearson, epsilon_lower_bound, roc_at
 
 __all__ = [
-    "AUDIT_GRID", "CANARY_MODEL", "RELEASED_N", "CanaryProblem", "EpsilonLowerBound", "audit_threshold",
+    "AUDIT_GRID", "CANARY_MODEL", "CanaryProblem", "EpsilonLowerBound", "audit_threshold",
     "canary_audit", "canary_problem", "clopper_pearson", "dense_reconstruction", "epsilon_lower_bound",
     "inversion_experiment", "invert_gradients", "latent_audit", "logit_grad_from_update", "loss_threshold_attack",
     "match_to_truth", "membership_experiment", "mlp", "never_sampled_bound", "psnr", "reconstruct_dense_first_layer",

@@ -21,9 +21,9 @@ import torch.nn.functional as F
 from dirdp import methods
 from dirdp.audit.attacks import loss_threshold_attack
 from dirdp.protocol import RELEASED_MODELS_N
+from dirdp.run_result import record_path, weights_path
 
 NON_PRIVATE = "non-private"  # the method column of a row at eps = inf (whatever method trained it): no method's key
-RELEASED_N = RELEASED_MODELS_N  # training and as many test records per released model in the DAG's audit
 
 
 def membership_experiment(members, non_members, *, method: str, eps: float, q: float, steps: int, out_dir,
@@ -107,20 +107,6 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
                 null_tpr_at_fpr_0_01=null["tpr_at_fpr_0.01"], null_tied_records=null["tied_records"],
                 auc_minus_null=attack["auc"] - null["auc"], loss_auc=loss["auc"],
                 loss_tpr_at_fpr_0_01=loss["tpr_at_fpr_0.01"], loss_tied_records=tied_records(torch.cat([loss_in, loss_out])))
-
-
-def record_path(result_path) -> Path:
-    """The record of a released model's membership row, beside its run: ``X.json`` -> ``X.json.membership`` (JSON;
-    named like the checkpoint ``X.json.ckpt.pt``, so that no reader of ``results/runs/**/*.json`` takes it for a
-    run)."""
-    result_path = Path(result_path)
-    return result_path.with_name(result_path.name + ".membership")
-
-
-def weights_path(result_path) -> Path:
-    """The released weights of a run: ``X.json`` -> ``X.model.pt``."""
-    result_path = Path(result_path)
-    return result_path.with_name(result_path.stem + ".model.pt")
 
 
 def code_sha256() -> str:
@@ -207,7 +193,7 @@ def released_model_row(result_path, *, n: int = 2000, seed: int = 0, data_root=N
 
 def command(runs, *, n: int | None = None, seed: int = 0, data_root=None) -> int:
     """``python -m dirdp membership RUN.json...``: each run's row kept in its record (:func:`released_model_row`,
-    ``store``), ``n`` the DAG's (:data:`RELEASED_N`) unless given. Every run is checked before any is audited: a
+    ``store``), ``n`` the DAG's (:data:`dirdp.protocol.RELEASED_MODELS_N`) unless given. Every run is checked before any is audited: a
     mistake is one line on stderr and exit 2."""
     import sys
 
@@ -217,7 +203,7 @@ def command(runs, *, n: int | None = None, seed: int = 0, data_root=None) -> int
         print(f"error: {line}", file=sys.stderr)
         return 2
 
-    n = RELEASED_N if n is None else n
+    n = RELEASED_MODELS_N if n is None else n
     if n < 1:
         return refuse(f"--n must be at least 1. Found {n}.")
     todo = []

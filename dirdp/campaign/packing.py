@@ -10,6 +10,7 @@ import tarfile
 from pathlib import Path
 
 from dirdp.campaign.queue import REPO, Job, _now
+from dirdp.run_result import weights_path
 
 MIB = 1 << 20
 
@@ -122,5 +123,5 @@ def pack_list(jobs: list[Job], campaign_dir: Path, *, weights: bool = True,
             files.append((j.ckpt, "checkpoint"))
     if weights:
         files += [(m, "model weights") for j in jobs if j.status == "finished"
-                  and (m := j.out.with_name(j.out.stem + ".model.pt")).exists()]
+                  and (m := weights_path(j.out)).exists()]
     return files

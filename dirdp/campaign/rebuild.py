@@ -21,6 +21,8 @@ import re
 import subprocess
 import sys
 
+from dirdp import run_result
+
 TRAIN = ("--config", "train=false")  # the DAG of the runs on disk: no train job is planned
 # The rules that read a run's released weights (the ``.model.pt`` beside its JSON), or the row its weights gave (the
 # record ``.json.membership``, made where the weights were), not its JSON alone: the audit of the released models
@@ -33,14 +35,13 @@ _JOB = re.compile(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*(?:\n|$))*)", re.M)
 
 
 def weights(run: str) -> str:
-    """The released weights of the run whose result is ``run`` (``X.json`` -> ``X.model.pt``)."""
-    return re.sub(r"\.json$", ".model.pt", run)
+    """The released weights of the run whose result is ``run`` (:func:`dirdp.run_result.weights_path`)."""
+    return str(run_result.weights_path(run))
 
 
 def record(run: str) -> str:
-    """The record of the membership row of the run whose result is ``run`` (``X.json`` -> ``X.json.membership``:
-    :func:`dirdp.audit.membership.record_path`)."""
-    return run + ".membership"
+    """The record of the membership row of the run whose result is ``run`` (:func:`dirdp.run_result.record_path`)."""
+    return str(run_result.record_path(run))
 
 
 def readers(dry_run: str, runs: list[str], weightless: frozenset[str] = frozenset()) -> list[str]:
