@@ -193,8 +193,8 @@ def released_model_row(result_path, *, n: int = 2000, seed: int = 0, data_root=N
 
 def command(runs, *, n: int | None = None, seed: int = 0, data_root=None) -> int:
     """``python -m dirdp membership RUN.json...``: each run's row kept in its record (:func:`released_model_row`,
-    ``store``), ``n`` the DAG's (:data:`dirdp.protocol.RELEASED_MODELS_N`) unless given. Every run is checked before any is audited: a
-    mistake is one line on stderr and exit 2."""
+    ``store``), ``n`` the DAG's (:data:`dirdp.protocol.RELEASED_MODELS_N`) unless given. Every run is checked before
+    any is audited: a mistake is one line on stderr and exit 2."""
     import sys
 
     from dirdp.data import DatasetMissingError
