@@ -142,11 +142,11 @@ def test_a_cell_shows_one_row_per_width_with_the_gpu_runs_and_welch_for_means(tm
     assert list(cell.index) == [1.0, 0.5, 0.25] and list(cell.n) == [2, 1, 3]
     assert list(cell.runs) == ["gpu", "cpu", "cpu"]
     full, half, quarter = cell.loc[1.0], cell.loc[0.5], cell.loc[0.25]
-    # full width, two seeds (91.0, 91.2: std 0.141 as the table rounds it) against 91.13 +- 0.18: va = 0.141^2 / 2 =
-    # 0.009941, vb = 0.18^2 / 5 = 0.00648; df = 0.016421^2 / (0.009941^2 / 1 + 0.00648^2 / 4) = 2.467,
-    # t(0.975, 2.467) = 3.609, half = 3.609 x sqrt(0.016421) = 0.4625; diff -0.03 -> [-0.4925, 0.4325]
+    # full width, two seeds (91.0, 91.2: std 0.1414, unrounded) against 91.13 +- 0.18: va = 0.02 / 2 = 0.01,
+    # vb = 0.18^2 / 5 = 0.00648; df = 0.01648^2 / (0.01^2 / 1 + 0.00648^2 / 4) = 2.458,
+    # t(0.975, 2.458) = 3.619, half = 3.619 x sqrt(0.01648) = 0.4646; diff -0.03 -> [-0.4946, 0.4346]
     assert full.status == "within 1 point of the paper" and full.setting.endswith("full width")
-    assert (full.ci_low, full.ci_high) == pytest.approx((-0.4925, 0.4325), abs=1e-3)
+    assert (full.ci_low, full.ci_high) == pytest.approx((-0.4946, 0.4346), abs=1e-3)
     assert full.interval == "Welch (df = 2.5)"
     # 0.5x, one run 88.0: 3.13 below, [-3.6775, -2.5825] (the paper's spread only)
     assert half.status == "no verdict (n = 1) (reduced width)" and half.interval == "paper spread only (n = 1)"

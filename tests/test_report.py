@@ -150,3 +150,26 @@ def test_an_object_table_never_pools_precisions(tmp_path):
     cell = t[(t.method == "Algorithm 1") & (t.eps == 1) & (t.label == "run here") & (t.norm == "batch")]
     assert sorted(zip(cell.precision, cell.n)) == [("bf16", 2), ("fp32", 3)]
     assert cell[cell.precision == "bf16"].setting.iloc[0].endswith(", bf16")
+
+
+def test_a_cells_spread_is_rounded_once_where_it_is_printed(tmp_path):
+    # two seeds 0.87 apart: std 0.6152, so "± 0.62" on every page; a table that kept 0.615 printed "± 0.61" on one
+    import json
+    import shutil
+
+    from dirdp.experiments import Profile, get_object
+    from dirdp.report import object_table
+    from dirdp.report.readme_campaign import acc
+
+    runs = tmp_path / "runs" / "cpu" / "fashionmnist"
+    runs.mkdir(parents=True)
+    for seed, accuracy in ((0, 90.0), (1, 90.87)):
+        name = f"alg1_w1_bf16_eps2_seed{seed}.json"
+        shutil.copy(REPO / "results/runs/cpu/fashionmnist" / name, runs)
+        rec = json.loads((runs / name).read_text())
+        (runs / name).write_text(json.dumps(dict(rec, test_accuracy=accuracy)))
+    t = object_table(get_object("table4_fashionmnist"), Profile.load(REPO / "config/cpu.yaml"),
+                     runs_root=str(tmp_path / "runs"))
+    cell = t[(t.label == "run here") & (t.width == 1.0)].iloc[0]
+    assert cell["std"] == pytest.approx(0.87 / 2 ** 0.5, abs=1e-9) and cell.n == 2
+    assert acc(cell["mean"], cell["std"], 2).endswith(" ± 0.62 (n = 2)")

@@ -135,8 +135,8 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
             vals = at[obj.metric]
             first = at.iloc[0]
             other_norm = norm == "group" and methods.norm_chosen(sel["method"])
-            row = dict(base, label="run here", width=width, norm=norm, precision=prec, mean=round(vals.mean(), 3),
-                       std=round(vals.std(ddof=1), 3) if len(vals) > 1 else None, n=len(vals),
+            row = dict(base, label="run here", width=width, norm=norm, precision=prec, mean=float(vals.mean()),
+                       std=float(vals.std(ddof=1)) if len(vals) > 1 else None, n=len(vals),
                        seeds=" ".join(str(s) for s in sorted(at.seed)),
                        setting=f"{first.protocol}, {first.width_label}" + (", GroupNorm" if other_norm else "")
                        + (", bf16" if prec == "bf16" else ""),
@@ -182,6 +182,9 @@ def show(table: pd.DataFrame, columns: list[str] | None = None) -> str:
     """``columns`` of the table (default :data:`SHOW_COLUMNS`) as text, for a notebook cell or a log; columns
     empty in every row are left out, eps is printed as :func:`dirdp.protocol.fmt_eps` prints it."""
     t = table[[c for c in columns or SHOW_COLUMNS if table[c].notna().any()]].copy()
+    for c in ("mean", "std"):  # unrounded in the table, so that a page printing 2 decimals rounds once; 3 here
+        if c in t:
+            t[c] = t[c].map(lambda v: v if pd.isna(v) else round(float(v), 3))
     for c in ("eps", "eps_reported"):
         if c in t:
             t[c] = t[c].map(lambda v: "" if pd.isna(v) else fmt_eps(parse_eps(v)))
