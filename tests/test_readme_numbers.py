@@ -356,3 +356,30 @@ def test_the_subspace_table_shows_each_rows_adversary_claim_and_verdict():
     counts = [int(ln.strip("|").split("|")[-1]) for ln in text.split("Verdicts, counted:")[1].splitlines()
               if ln.startswith("| ") and "---" not in ln and "rows |" not in ln]
     assert sum(counts) == len(table)
+
+
+WORDS = {1: "one run", 2: "two seeds", 3: "three seeds", 4: "four seeds", 5: "five seeds"}
+
+
+@pytest.mark.skipif(not HEADLINE.exists(), reason="results/cpu/headline_cells.csv is not committed yet")
+def test_the_accuracy_prose_says_what_the_full_width_rows_decide_and_nothing_more():
+    """The findings' Accuracy bullet names, for each data set, its full-width (1x) cell's seeds and verdict, or says
+    that cell is still the campaign in progress: a new seed that changes either makes this fail until the prose
+    is updated (issue 32: the findings say what full width now supports, and nothing more)."""
+    from dirdp.provenance import read_csv
+
+    text = README.read_text()
+    bullet = text[text.index("- **Accuracy.**"):text.index("- **Privacy.**")]
+    bullet = " ".join(bullet.split())
+    cells, _ = read_csv(HEADLINE)
+    full = cells[(cells["width"] == 1.0) & (cells["method"] == "Algorithm 1") & cells["eps"].notna()]
+    names = {"mnist": "MNIST", "fashionmnist": "FashionMNIST"}
+    for dataset, name in names.items():
+        rows = full[full["dataset"] == dataset]
+        pending = re.search(rf"\b{name} at 1x is the CPU campaign in progress", bullet) is not None
+        assert pending == rows.empty, (dataset, bullet)
+        for _, row in rows.iterrows():
+            said = f"the {name} eps = {row['eps']:g} cell has {WORDS[int(row['n'])]}"
+            assert said in bullet, (said, bullet)
+            word = str(row["verdict"]).split(" (")[0]
+            assert f"({word})" in bullet, (word, bullet)
