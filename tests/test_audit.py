@@ -199,6 +199,11 @@ def test_a_released_models_membership_row_says_which_normalisation_it_had(tmp_pa
                             + ")"), row["model"]
     assert row["method"] == "alg1" and 0.0 <= row["auc"] <= 1.0
     assert 0.0 <= row["null_auc"] <= 1.0 and row["auc_minus_null"] == pytest.approx(row["auc"] - row["null_auc"])
+    # its interval: DeLong's, paired, centred on the very difference the row reports
+    assert row["auc_minus_null_se"] > 0 and row["auc_minus_null_interval"].startswith("DeLong, paired")
+    assert (row["auc_minus_null_ci_low"] + row["auc_minus_null_ci_high"]) / 2 == pytest.approx(row["auc_minus_null"])
+    assert row["auc_minus_null_ci_high"] - row["auc_minus_null_ci_low"] == pytest.approx(2 * 1.959964 * row[
+        "auc_minus_null_se"], rel=1e-5)
     assert row["score"].startswith("logit margin") and row["n_members"] == row["n_non_members"] == 50
 
 

@@ -68,13 +68,17 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     same architecture at initialisation (:func:`dirdp.training.untrained_model`), which has seen no record, so its AUC measures how
     the score tells the training split from the test split without any membership (the splits differ: a trained
     model may read that difference more strongly than an untrained one, so the null is the split effect as an
-    untrained model sees it, not a bound on it). And the old score, the float32 loss (Yeom et al. 2018), with its
-    ties counted 1/2 (``loss_auc``) and the number of tied records (``loss_tied_records``)."""
+    untrained model sees it, not a bound on it). ``auc_minus_null`` comes with its 95% interval
+    (``auc_minus_null_ci_low``/``_high``, and ``auc_minus_null_se``): DeLong's for two AUCs of the same records
+    (:func:`dirdp.audit.stats.paired_auc_difference`), computed on the tie-broken rankings the AUCs are read from,
+    so it covers the draw of the records, not the training seed (one model) nor the tie breaks. And the old score,
+    the float32 loss (Yeom et al. 2018), with its ties counted 1/2 (``loss_auc``) and the number of tied records
+    (``loss_tied_records``)."""
     import json
     from pathlib import Path
 
     from dirdp import training
-    from dirdp.audit.stats import roc_at, roc_random_ties, tied_records
+    from dirdp.audit.stats import paired_auc_difference, random_tie_ranks, roc_at, roc_random_ties, tied_records
     from dirdp.data import Split
     from dirdp.run_result import model_label, read_run
 
@@ -90,12 +94,15 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     eps = float(res["eps_target"])  # the JSON stores inf as "inf"
     method = res.get("method", methods.DEFAULT) if math.isfinite(eps) else NON_PRIVATE
     z_in, z_out = _logits(net, members), _logits(net, others)
-    attack = roc_random_ties(margin_scores(z_in, members.y), margin_scores(z_out, others.y),
-                             generator=torch.Generator().manual_seed(seed + 1))
+    trained = margin_scores(z_in, members.y), margin_scores(z_out, others.y)
+    attack = roc_random_ties(*trained, generator=torch.Generator().manual_seed(seed + 1))
     null_net, _ = training.untrained_model(result_path)
-    null = roc_random_ties(margin_scores(_logits(null_net, members), members.y),
-                           margin_scores(_logits(null_net, others), others.y),
-                           generator=torch.Generator().manual_seed(seed + 2))
+    untrained = (margin_scores(_logits(null_net, members), members.y),
+                 margin_scores(_logits(null_net, others), others.y))
+    null = roc_random_ties(*untrained, generator=torch.Generator().manual_seed(seed + 2))
+    # AUC - null with DeLong's interval for two AUCs of the same records, on the very rankings the AUCs were read from
+    paired = paired_auc_difference(*random_tie_ranks(*trained, generator=torch.Generator().manual_seed(seed + 1)),
+                                   *random_tie_ranks(*untrained, generator=torch.Generator().manual_seed(seed + 2)))
     loss_in = -F.cross_entropy(z_in.float(), members.y, reduction="none")  # the float32 loss score, as before
     loss_out = -F.cross_entropy(z_out.float(), others.y, reduction="none")
     loss = roc_at(loss_in, loss_out)
@@ -105,20 +112,23 @@ def released_model_mia(result_path, *, n: int = 2000, seed: int = 0, data_root=N
                 score="logit margin (float64), ties broken at random", **attack,
                 null_model="initialisation (same architecture, the run's seed)", null_auc=null["auc"],
                 null_tpr_at_fpr_0_01=null["tpr_at_fpr_0.01"], null_tied_records=null["tied_records"],
-                auc_minus_null=attack["auc"] - null["auc"], loss_auc=loss["auc"],
+                auc_minus_null=attack["auc"] - null["auc"], auc_minus_null_se=paired["se"],
+                auc_minus_null_ci_low=paired["ci_low"], auc_minus_null_ci_high=paired["ci_high"],
+                auc_minus_null_interval="DeLong, paired (the same records), 95%", loss_auc=loss["auc"],
                 loss_tpr_at_fpr_0_01=loss["tpr_at_fpr_0.01"], loss_tied_records=tied_records(torch.cat([loss_in, loss_out])))
 
 
 def code_sha256() -> str:
     """SHA-256 of the code that makes a row from weights: the syntax tree of each function it runs here
-    (:func:`released_model_mia`, :func:`margin_scores`, :func:`_logits` and the ROC summaries of
-    :mod:`dirdp.audit.stats`), without docstrings, comments or layout (:func:`tree_sha256`). A record made by other
+    (:func:`released_model_mia`, :func:`margin_scores`, :func:`_logits` and the ROC summaries and DeLong's interval
+    of :mod:`dirdp.audit.stats`), without docstrings, comments or layout (:func:`tree_sha256`). A record made by other
     code is not used; an edit anywhere else keeps the records (the paper-width ones can only be made again where
     their weights are)."""
     from dirdp.audit import stats
 
     h = hashlib.sha256()
-    for fn in (_logits, margin_scores, released_model_mia, stats.roc_at, stats.roc_random_ties, stats.tied_records):
+    for fn in (_logits, margin_scores, released_model_mia, stats.roc_at, stats.roc_random_ties, stats.tied_records,
+               stats.random_tie_ranks, stats._midranks, stats.delong_components, stats.paired_auc_difference):
         h.update(tree_sha256(inspect.getsource(inspect.unwrap(fn))).encode())
     return h.hexdigest()
 

@@ -113,22 +113,68 @@ def roc_at(scores_in: torch.Tensor, scores_out: torch.Tensor, *, fprs=(0.01, 0.0
     return out
 
 
-def roc_random_ties(scores_in: torch.Tensor, scores_out: torch.Tensor, *, generator: torch.Generator,
-                    fprs=(0.01, 0.001)) -> dict:
-    """:func:`roc_at` with ties broken at random: records are ranked by (score, an independent uniform draw), so a
-    tie neither counts 1/2 (which pulls the AUC to 0.5) nor lets a threshold admit every tied record at once (which
-    makes the TPR at a low FPR 0 by construction when many non-members tie at the top). Also returns
-    ``tied_records``, the number of records whose score equals another record's."""
-    s_in, s_out = scores_in.double().flatten(), scores_out.double().flatten()
-    both = torch.cat([s_in, s_out])
+def random_tie_ranks(scores_in: torch.Tensor, scores_out: torch.Tensor, *,
+                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ranks (0-based, float64) of the members' and the non-members' scores in one ranking by (score, an
+    independent uniform draw): no two records share a rank, and tied scores are ordered at random."""
+    both = torch.cat([scores_in.double().flatten(), scores_out.double().flatten()])
     u = torch.rand(len(both), generator=generator, dtype=torch.float64)
     order = torch.argsort(u)  # the random key first, then a stable sort on the score: ties stay in random order
     order = order[torch.argsort(both[order], stable=True)]
     rank = torch.empty(len(both), dtype=torch.float64)
     rank[order] = torch.arange(len(both), dtype=torch.float64)
-    out = roc_at(rank[: len(s_in)], rank[len(s_in):], fprs=fprs)
-    out["tied_records"] = tied_records(both)
+    return rank[: scores_in.numel()], rank[scores_in.numel():]
+
+
+def roc_random_ties(scores_in: torch.Tensor, scores_out: torch.Tensor, *, generator: torch.Generator,
+                    fprs=(0.01, 0.001)) -> dict:
+    """:func:`roc_at` with ties broken at random (:func:`random_tie_ranks`), so a tie neither counts 1/2 (which pulls
+    the AUC to 0.5) nor lets a threshold admit every tied record at once (which makes the TPR at a low FPR 0 by
+    construction when many non-members tie at the top). Also returns ``tied_records``, the number of records whose
+    score equals another record's."""
+    out = roc_at(*random_tie_ranks(scores_in, scores_out, generator=generator), fprs=fprs)
+    out["tied_records"] = tied_records(torch.cat([scores_in.double().flatten(), scores_out.double().flatten()]))
     return out
+
+
+def _midranks(x: torch.Tensor) -> torch.Tensor:
+    """1-based ranks of ``x`` within itself, tied values sharing the mean of their ranks."""
+    uniq, inverse, counts = torch.unique(x, return_inverse=True, return_counts=True)
+    first = torch.cumsum(counts, 0) - counts  # 0-based position of each distinct value's first copy
+    return (first + (counts + 1) / 2).double()[inverse]
+
+
+def delong_components(scores_in: torch.Tensor, scores_out: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """DeLong's structural components of the AUC (DeLong, DeLong & Clarke-Pearson 1988), by midranks (Sun & Xu
+    2014): V10_i = (1/n) sum_j psi(X_i, Y_j) for each member i and V01_j = (1/m) sum_i psi(X_i, Y_j) for each
+    non-member j, psi(x, y) = 1 if x > y, 1/2 if x = y, else 0. Both average to the AUC of :func:`roc_at`."""
+    x, y = scores_in.double().flatten(), scores_out.double().flatten()
+    m, n = len(x), len(y)
+    z = _midranks(torch.cat([x, y]))
+    v10 = (z[:m] - _midranks(x)) / n
+    v01 = 1 - (z[m:] - _midranks(y)) / m
+    return v10, v01
+
+
+def paired_auc_difference(a_in: torch.Tensor, a_out: torch.Tensor, b_in: torch.Tensor, b_out: torch.Tensor, *,
+                          confidence: float = 0.95) -> dict:
+    """AUC(a) - AUC(b) for two scores of the **same** records (member i is a_in[i] and b_in[i]; non-member j is
+    a_out[j] and b_out[j]), with DeLong's variance for correlated AUCs:
+
+        Var = (S10_aa + S10_bb - 2 S10_ab) / m + (S01_aa + S01_bb - 2 S01_ab) / n,
+
+    S10 (S01) the sample covariance over members (non-members) of the two scores' components
+    (:func:`delong_components`), and the normal interval diff -+ z se. Returns diff, se, ci_low, ci_high."""
+    a10, a01 = delong_components(a_in, a_out)
+    b10, b01 = delong_components(b_in, b_out)
+    if len(a10) < 2 or len(a01) < 2 or len(b10) != len(a10) or len(b01) != len(a01):
+        raise ValueError(f"paired AUCs need the same records, at least 2 of each kind, for both scores. Found "
+                         f"{len(a10)} and {len(b10)} members, {len(a01)} and {len(b01)} non-members.")
+    d10, d01 = a10 - b10, a01 - b01
+    diff = float(d10.mean())
+    se = math.sqrt(float(d10.var()) / len(d10) + float(d01.var()) / len(d01))  # var of a - b: S_aa + S_bb - 2 S_ab
+    z = float(stats.norm.ppf(0.5 + confidence / 2))
+    return dict(diff=diff, se=se, ci_low=diff - z * se, ci_high=diff + z * se)
 
 
 def tied_records(scores: torch.Tensor) -> int:
