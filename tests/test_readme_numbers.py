@@ -383,3 +383,32 @@ def test_the_accuracy_prose_says_what_the_full_width_rows_decide_and_nothing_mor
             assert said in bullet, (said, bullet)
             word = str(row["verdict"]).split(" (")[0]
             assert f"({word})" in bullet, (word, bullet)
+
+
+AUDIT_ROWS = REPO / "results" / "cpu" / "audit_released_models.csv"
+
+
+def _width(model: str) -> float:
+    """1 for "inception (full width, ...)", w for "inception (reduced width (wx channels)...)"."""
+    if "full width" in model:
+        return 1.0
+    return float(re.search(r"reduced width \(([0-9.]+)x channels\)", model).group(1))
+
+
+def test_the_membership_prose_says_which_released_models_show_a_signal_and_that_none_tests_the_claim():
+    """The Privacy bullet's membership sentence: a signal (interval of AUC - null above zero) in every FashionMNIST
+    Algorithm 1 model at 0.5x and 1x, in none at 0.25x or on MNIST, and every AUC below what its claim allows. A new
+    record that breaks any of these (an MNIST model at 1x with a signal, say) fails here until the prose says so."""
+    from dirdp.provenance import read_csv
+
+    bullet = " ".join(README.read_text().split("- **Privacy.**")[1].split("- **Accounting.**")[0].split())
+    assert ("in every FashionMNIST Algorithm 1 model at 0.5x and 1x width, and in none at 0.25x or on MNIST; every "
+            "AUC is below what its claim allows") in bullet, bullet
+    rows, _ = read_csv(AUDIT_ROWS)
+    assert (rows["auc"] < rows["auc_allowed_by_claim"]).all()
+    alg1 = rows[rows["method"] == "alg1"].assign(width=lambda t: t["model"].map(_width),
+                                                 dataset=lambda t: t["data"].str.split(":").str[0])
+    signal = alg1["auc_minus_null_ci_low"] > 0
+    said = (alg1["dataset"] == "fashionmnist") & alg1["width"].isin([0.5, 1.0])
+    assert said.any() and (~said).any()
+    assert (signal == said).all(), alg1.loc[signal != said, ["run", "auc_minus_null_ci_low"]]

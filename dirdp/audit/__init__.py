@@ -40,11 +40,12 @@ from dirdp.audit.canary import (AUDIT_GRID, CANARY_MODEL, CanaryProblem, canary_
 from dirdp.audit.inversion import dense_reconstruction, inversion_experiment
 from dirdp.audit.membership import membership_experiment, released_model_mia, released_model_row
 from dirdp.audit.subspace import subspace_audit, subspace_audit_rows, subspace_residuals
-from dirdp.audit.stats import EpsilonLowerBound, audit_threshold, clopper_pearson, epsilon_lower_bound, roc_at
+from dirdp.audit.stats import (EpsilonLowerBound, audit_threshold, clopper_pearson, dp_auc_bound, epsilon_lower_bound,
+                               roc_at)
 
 __all__ = [
     "AUDIT_GRID", "CANARY_MODEL", "CanaryProblem", "EpsilonLowerBound", "audit_threshold",
-    "canary_audit", "canary_problem", "clopper_pearson", "dense_reconstruction", "epsilon_lower_bound",
+    "canary_audit", "canary_problem", "clopper_pearson", "dense_reconstruction", "dp_auc_bound", "epsilon_lower_bound",
     "inversion_experiment", "invert_gradients", "latent_audit", "logit_grad_from_update", "loss_threshold_attack",
     "match_to_truth", "membership_experiment", "mlp", "never_sampled_bound", "psnr", "reconstruct_dense_first_layer",
     "released_model_mia", "released_model_row", "roc_at", "ssim", "subspace_audit", "subspace_audit_rows",

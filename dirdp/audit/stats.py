@@ -181,3 +181,20 @@ def tied_records(scores: torch.Tensor) -> int:
     """How many of ``scores`` equal another score."""
     _, inverse, counts = torch.unique(scores.flatten(), return_inverse=True, return_counts=True)
     return int((counts[inverse] > 1).sum())
+
+
+def dp_auc_bound(eps: float, delta: float) -> float:
+    """The largest AUC any membership test can reach if the model is (eps, delta)-DP: the area under
+    TPR(x) <= min(1, delta + e^eps x, 1 - e^-eps (1 - delta - x)) at FPR = x, the two inequalities of the module
+    docstring solved for TPR. The lines cross at x* = (1 - delta)/(e^eps + 1), and the second reaches 1 at
+    x = 1 - delta, so AUC <= delta x* + e^eps x*^2/2 + (1 - delta - x*) - e^-eps (1 - delta - x*)^2/2 + delta
+    (e^eps/(1 + e^eps) at delta = 0). It holds for a target record drawn, like the rest of the data, independently
+    from one distribution (Humphries et al. 2020): members and test records here.
+    """
+    if not (eps >= 0 and 0 <= delta < 1) or math.isnan(eps):
+        raise ValueError(f"need eps >= 0 and 0 <= delta < 1. Found eps={eps}, delta={delta}.")
+    if math.isinf(eps):
+        return 1.0
+    x = (1 - delta) / (math.exp(eps) + 1)
+    rest = 1 - delta - x
+    return delta * x + math.exp(eps) * x * x / 2 + rest - math.exp(-eps) * rest * rest / 2 + delta

@@ -88,7 +88,8 @@ def membership(src) -> str:
 
 def membership_learned(src) -> str:
     rel = src.csv("audit_released_models").copy()
-    missing = [c for c in ("null_auc", "auc_minus_null_ci_low", "auc_minus_null_ci_high") if c not in rel.columns]
+    missing = [c for c in ("null_auc", "auc_minus_null_ci_low", "auc_minus_null_ci_high", "auc_allowed_by_claim")
+               if c not in rel.columns]
     if missing:
         raise ValueError(f"results/{src.profile}/audit_released_models.csv has no {', '.join(missing)} column: rerun "
                          "the notebook audit_released_models for this profile.")
@@ -99,11 +100,12 @@ def membership_learned(src) -> str:
              f"{r.test_accuracy:.2f}", f"{r.n_members:,.0f} / {r.n_non_members:,.0f}", f"{r.auc:.3f}",
              f"{r.null_auc:.3f}",
              f"{r.auc_minus_null:+.3f} [{r.auc_minus_null_ci_low:+.3f}, {r.auc_minus_null_ci_high:+.3f}]",
+             f"{r.auc_allowed_by_claim:.3f}",
              f"{r['tpr_at_fpr_0.01']:.2%}", f"{r.loss_auc:.3f}", f"{r.loss_tied_records:,.0f}"]
             for _, r in rel.iterrows()]
     return _table(["data", "model", "method", "claimed eps", "seed", "test accuracy (%)", "members / non-members",
-                   "AUC", "null AUC", "AUC - null [95% CI]", "TPR at 1% FPR", "loss AUC (float32, ties 1/2)",
-                   "records tied in the loss"], rows)
+                   "AUC", "null AUC", "AUC - null [95% CI]", "AUC the claim allows", "TPR at 1% FPR",
+                   "loss AUC (float32, ties 1/2)", "records tied in the loss"], rows)
 
 
 def subspace(src) -> str:
