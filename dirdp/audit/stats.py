@@ -1,5 +1,6 @@
 """The audit's statistics: Clopper-Pearson limits, the epsilon lower bound of a distinguishing test,
-honest (held-out) thresholding, and ROC summaries for membership inference.
+honest (held-out) thresholding, ROC summaries for membership inference with DeLong's interval for the difference of
+two AUCs on the same records, and the largest AUC an (eps, delta)-DP model allows any membership test.
 
 Any (eps, delta)-DP mechanism and any test T satisfy FPR + e^eps FNR >= 1 - delta and
 FNR + e^eps FPR >= 1 - delta (Jagielski et al. 2020; Nasr et al. 2021), so
