@@ -1,6 +1,7 @@
 """The campaign machinery (dirdp.campaign): queue order, K at a time, budget cut-off with checkpoint and
 resume, pack and unpack. The GPU campaign's --smoke mode is the same code on CPU with 4-step runs."""
 
+import gzip
 import json
 import os
 import subprocess
@@ -97,6 +98,12 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     assert {"table1_cell_s", "profile_serial_s"} <= set(bench["projection"]) and len(bench["projections"]) == 3
     # two at a time: the second run started before the first ended
     assert "(2 running, 1 queued)" in done.stdout
+    # the record keeps each run's log gzipped (the committed records stay inside the device's size rule), whole
+    kept = sorted((summary_path.parent / "logs/fashionmnist").iterdir())
+    assert [p.name for p in kept] == [f"alg1_eps2_seed{s}.log.gz" for s in range(3)]
+    for p in kept:
+        live = work / "results/logs/runs/gpu-smoke/fashionmnist" / p.name.removesuffix(".gz")
+        assert gzip.decompress(p.read_bytes()) == live.read_bytes() and b"alg1" in live.read_bytes()
     parts = sorted(pack_dir.iterdir())
     assert 1 <= len(parts) <= 4 and all(p.stat().st_size <= 15.5 * 2**20 for p in parts)
     repo.mkdir()
