@@ -54,3 +54,17 @@ def test_the_measurement_counts_tracked_untracked_and_carry(tmp_path):
     with open(root / ".gpu" / "data" / "big", "wb") as f:  # a sparse file over the limit
         f.truncate(travel.REFUSE_OVER)
     assert travel.main(["--root", str(root), "--carry", ".gpu"]) == 2
+
+
+def test_save_is_told_when_the_tracked_tree_would_no_longer_fit(tmp_path):
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "small").write_bytes(b"x" * 1000)
+    subprocess.run([*git, "add", "small"], cwd=tmp_path, check=True)
+    assert travel.first_call_over(tmp_path) is None
+    room = travel.REFUSE_OVER - travel.carry_needed() - 1000
+    with open(tmp_path / "ckpt.pt", "wb") as f:  # staged, not committed: counted (save checks before its commit)
+        f.truncate(room + 1)
+    subprocess.run([*git, "add", "ckpt.pt"], cwd=tmp_path, check=True)
+    said = travel.first_call_over(tmp_path)
+    assert said and "1 bytes over 60 MiB" in said and said.index("ckpt.pt") < said.index("small")

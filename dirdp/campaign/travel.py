@@ -91,6 +91,19 @@ def carry_needed(datasets=FIRST_CALL_DATASETS) -> int:
     return sum(DATA_BYTES[d] for d in datasets) + WHEELS_BYTES_MAX
 
 
+def first_call_over(root: Path = REPO, datasets=FIRST_CALL_DATASETS) -> str | None:
+    """One line if the tracked (and staged) tree plus the first call's carry passes :data:`REFUSE_OVER`, else None:
+    ``scripts/campaign.sh save`` says it before committing a checkpoint (tests/test_travel.py would fail on it)."""
+    t = tracked(root)
+    total = sum(t.values()) + carry_needed(datasets)
+    if total <= REFUSE_OVER:
+        return None
+    big = ", ".join(f"{k} ({v:,})" for k, v in sorted(t.items(), key=lambda kv: -kv[1])[:3])
+    return (f"the tracked tree ({sum(t.values()):,} bytes) plus a first GPU call's carry ({carry_needed(datasets):,}) "
+            f"is {total - REFUSE_OVER:,} bytes over {REFUSE_OVER / MIB:.0f} MiB: tests/test_travel.py fails until "
+            f"something tracked shrinks; the largest: {big}")
+
+
 def report(t: dict) -> str:
     lines = [f"travels: {t['total_bytes']:,} bytes ({t['total_bytes'] / MIB:.1f} MiB; refused over "
              f"{REFUSE_OVER / MIB:.0f} MiB here, {DEVICE_LIMIT / MIB:.0f} MiB on the device)",
