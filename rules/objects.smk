@@ -64,13 +64,15 @@ rule baselines_comparison:
 
 
 rule width_effect:
-    """FashionMNIST, Algorithm 1: test accuracy against model width (0.25x, 0.5x on CPU; 1x from the gpu
-    profile's runs where they exist) at eps = 2 and eps = inf, beside the paper's full-width values."""
+    """Algorithm 1: test accuracy against model width (0.25x, 0.5x on CPU; 1x from the CPU campaign and the gpu
+    profile's runs where they exist), FashionMNIST at eps = 2 and MNIST at eps = 1, each also at eps = inf, beside the
+    paper's full-width values."""
     input:
         deps(
             "notebooks/width_effect.ipynb",
             REPORT,
             run_inputs(profile_run_paths(OBJECTS["table4_fashionmnist"], PROFILE)),
+            run_inputs(profile_run_paths(OBJECTS["table2_mnist"], PROFILE)),
         ),
     output:
         *report_outputs(
@@ -83,7 +85,7 @@ rule width_effect:
             "width_effect",
             BEYOND,
             "Width",
-            "FashionMNIST accuracy against width",
+            "Accuracy against width (FashionMNIST, MNIST)",
         ),
     log:
         f"{NB_LOGS}/width_effect.log",

@@ -32,8 +32,17 @@ def test_the_width_effect_row_gives_every_width_with_its_n(tmp_path):
                           paper_full_width=[91.13, 91.13, 93.13], paper_std=[0.18, 0.18, nan], diff_to_paper=[0, 0, 0]))
     provenance.write_csv(t, tmp_path / "width_effect.csv", {"notebook": "width_effect"})
     (row,) = [r for r in index._fixed_rows(tmp_path, "cpu") if r.startswith("| Width effect")]
-    assert ("eps=2: 0.25x 85.40 (n=3, paper full width 91.13), 0.5x 88.10 (n=1, paper full width 91.13); "
-            "eps=inf: 0.25x 91.54 (n=1, paper full width 93.13)") in row
+    assert ("FashionMNIST eps=2: 0.25x 85.40 (n=3, paper full width 91.13), 0.5x 88.10 (n=1, paper full width 91.13); "
+            "FashionMNIST eps=inf: 0.25x 91.54 (n=1, paper full width 93.13)") in row  # a table without data set column
+    t = t.assign(dataset="fashionmnist", precision="fp32")
+    mnist = dict(dataset="mnist", eps=1.0, mean=99.29, std=nan, n=1, seeds="0", paper_full_width=99.37,
+                 paper_std=0.059, diff_to_paper=-0.08)
+    t = pd.concat([pd.DataFrame([dict(mnist, width=1.0, precision="bf16")]), t,
+                   pd.DataFrame([dict(mnist, width=0.25, precision="fp32", mean=98.94)])], ignore_index=True)
+    provenance.write_csv(t, tmp_path / "width_effect.csv", {"notebook": "width_effect"})
+    (row,) = [r for r in index._fixed_rows(tmp_path, "cpu") if r.startswith("| Width effect")]
+    assert ("FashionMNIST eps=inf: 0.25x 91.54 (n=1, paper full width 93.13); MNIST eps=1: 0.25x 98.94 (n=1, paper "
+            "full width 99.37), 1x bf16 99.29 (n=1, paper full width 99.37)") in row, row
 
 
 def _profile_folder(root, profile):

@@ -159,7 +159,7 @@ def test_the_number_check_catches_a_hand_typed_number():
 
 
 def test_the_width_block_is_the_width_table_row_by_row(tmp_path):
-    """One row per (eps, width, precision) of width_effect.csv, mean ± std (n) beside the paper's full-width value;
+    """One row per (data set, eps, width, precision) of width_effect.csv, mean ± std (n) beside the paper's full-width value;
     a bf16 row says so; no reading of the rows is added (the statistics are the notebook's to write)."""
     import pandas as pd
 
@@ -172,7 +172,9 @@ def test_the_width_block_is_the_width_table_row_by_row(tmp_path):
     text = readme.render(results, "cpu", {"width-effect"})["width-effect"][1]
     rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "---" not in ln][1:]
     assert len(rows) == len(table) + 1 and text.count("\n") == len(table) + 3, text
-    assert "| 2 | 1x, bf16 | 91.50 ± 0.25 (n = 2) | 91.13 ± 0.18 | +0.37 |" in text, text
+    assert "| FashionMNIST | 2 | 1x, bf16 | 91.50 ± 0.25 (n = 2) | 91.13 ± 0.18 | +0.37 |" in text, text
+    names = [ln.split(" | ")[0][2:] for ln in rows]  # FashionMNIST's rows first, then MNIST's
+    assert names == sorted(names, key=lambda n: n != "FashionMNIST"), names
 
 
 def test_the_profile_table_counts_each_profiles_training_runs():

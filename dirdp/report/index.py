@@ -163,10 +163,14 @@ def _fixed_rows(results: Path, profile: str, figures: str | None = None) -> list
     path = results / "width_effect.csv"
     if path.exists():
         t, _ = provenance.read_csv(path)
-        found = "; ".join(f"eps={_eps(e)}: " + ", ".join(
-            f"{r.width:g}x {r.mean:.2f} (n={r.n}, paper full width {r.paper_full_width:.2f})"
-            for r in g.sort_values("width").itertuples()) for e, g in t.groupby("eps")) or "no runs yet"
-        rows.append(f"| Width effect, FashionMNIST Algorithm 1 (not in the paper) | [`width_effect.csv`](width_effect.csv), "
+        if "dataset" not in t:  # a table made before the MNIST panel: FashionMNIST alone
+            t["dataset"] = "fashionmnist"
+        names = {"fashionmnist": "FashionMNIST", "mnist": "MNIST"}
+        found = "; ".join(f"{names.get(d, d)} eps={_eps(e)}: " + ", ".join(
+            f"{r.width:g}x{' bf16' if getattr(r, 'precision', 'fp32') == 'bf16' else ''} {r.mean:.2f} (n={r.n}, "
+            f"paper full width {r.paper_full_width:.2f})" for r in g.sort_values("width").itertuples())
+            for (_, d, e), g in t.assign(o=t.dataset != "fashionmnist").groupby(["o", "dataset", "eps"])) or "no runs yet"
+        rows.append(f"| Width effect, Algorithm 1 (not in the paper) | [`width_effect.csv`](width_effect.csv), "
                     f"[`width_effect.png`]({figures}/width_effect.png) | {found} |")
     path = results / "audit_canary.csv"
     if path.exists():

@@ -1,5 +1,5 @@
 """Generated blocks of the CPU evidence campaign (see :mod:`dirdp.report.readme`), each a table of one result file:
-accuracy against width at FashionMNIST (``width_effect.csv``), the cost of a full-width step
+accuracy against width (``width_effect.csv``), the cost of a full-width step
 (``bench_full_width_t<n>.json``) and the precision sweep (``bench_sweep*.json``). Nothing here is typed by hand."""
 
 from __future__ import annotations
@@ -28,16 +28,21 @@ def acc(mean: float, std: float | None, n: int) -> str:
 
 
 def width_effect(src) -> str:
-    """``width_effect.csv`` as a table: FashionMNIST accuracy at each (eps, width, precision) beside the paper's
-    full-width value."""
-    t = src.csv("width_effect").sort_values(["eps", "width"])
+    """``width_effect.csv`` as a table: Algorithm 1's accuracy at each (data set, eps, width, precision) beside the
+    paper's full-width value, FashionMNIST first."""
+    t = src.csv("width_effect")
     if "precision" not in t:  # a table made before runs had a precision: every run was fp32
         t["precision"] = "fp32"
-    out = ["| FashionMNIST, eps | width | test acc. ours | paper (full width) | ours - paper |", "|---|---|---|---|---|"]
+    if "dataset" not in t:  # a table made before the MNIST panel: FashionMNIST alone
+        t["dataset"] = "fashionmnist"
+    t = t.assign(order=t.dataset != "fashionmnist").sort_values(["order", "dataset", "eps", "width", "precision"])
+    names = {"fashionmnist": "FashionMNIST", "mnist": "MNIST"}
+    out = ["| data set | eps | width | test acc. ours | paper (full width) | ours - paper |", "|---|---|---|---|---|---|"]
     for row in t.itertuples():
         paper = "—" if pd.isna(row.paper_full_width) else (
             f"{row.paper_full_width:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}"))
-        out.append(f"| {fmt_eps(row.eps)} | {row.width:g}x{', bf16' if row.precision == 'bf16' else ''} | "
+        out.append(f"| {names.get(row.dataset, row.dataset)} | {fmt_eps(row.eps)} | "
+                   f"{row.width:g}x{', bf16' if row.precision == 'bf16' else ''} | "
                    f"{acc(row.mean, row.std, int(row.n))} | {paper} | {row.diff_to_paper:+.2f} |")
     return "\n".join(out)
 
