@@ -173,3 +173,20 @@ def test_a_cells_spread_is_rounded_once_where_it_is_printed(tmp_path):
     cell = t[(t.label == "run here") & (t.width == 1.0)].iloc[0]
     assert cell["std"] == pytest.approx(0.87 / 2 ** 0.5, abs=1e-9) and cell.n == 2
     assert acc(cell["mean"], cell["std"], 2).endswith(" ± 0.62 (n = 2)")
+
+
+def test_a_figures_subtitle_names_only_what_all_its_runs_share():
+    """One setting: named whole. Several (the full-width campaign beside the 0.25x runs): what they share, and that
+    the legend tells the lines apart, never the first setting alone (it once read "full width, bf16" over a figure
+    whose runs were mostly at 0.25x)."""
+    import math
+
+    from dirdp.report import runs_note
+
+    full, quarter = "paper protocol, full width, bf16", "paper protocol, reduced width (0.25x channels)"
+    assert runs_note("cpu", [full]) == f"runs: profile 'cpu', {full}"
+    both = runs_note("cpu", [full, quarter, quarter])
+    assert both == "runs: profile 'cpu', paper protocol; one line per setting (legend)"
+    assert "full width" not in both and "0.25x" not in both
+    assert runs_note("cpu", ["a, b", "c, b"]) == "runs: profile 'cpu', one line per setting (legend)"
+    assert runs_note("quick", []) == runs_note("quick", [math.nan]) == "runs: profile 'quick'"

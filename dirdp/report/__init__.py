@@ -20,12 +20,12 @@ from dirdp.report.compare import LEVEL, MARGIN, PAPER_SEEDS, diff_interval, esti
 from dirdp.report.index import write_index
 from dirdp.report.objects import (CONFIG_DIR, COLUMNS, EPS_NOTEBOOK, MODEL_NAMES, SHOW_COLUMNS, describe, heading,
                                   object_notebook, object_table, paper_model, profile_run_paths, show)
-from dirdp.report.plots import METHOD_COLOR, WIDTH_STYLE, draw_accuracy, eps_x, figure, set_style
+from dirdp.report.plots import METHOD_COLOR, WIDTH_STYLE, draw_accuracy, eps_x, figure, runs_note, set_style
 from dirdp.report.runs import MAIN_TABLE, collect, curves, read_run, run_files
 from dirdp.report.tables import table6, table7
 
 __all__ = ["CONFIG_DIR", "COLUMNS", "EPS_NOTEBOOK", "LEVEL", "MAIN_TABLE", "MARGIN", "METHOD_COLOR", "MODEL_NAMES",
            "PAPER_SEEDS", "SHOW_COLUMNS", "WIDTH_STYLE", "collect", "curves", "describe", "diff_interval",
            "draw_accuracy", "eps_x", "estimate", "figure", "heading", "index", "object_notebook", "object_table",
-           "paper_model", "profile_run_paths", "read_run", "run_files", "set_style", "show", "status", "table6",
+           "paper_model", "profile_run_paths", "read_run", "run_files", "runs_note", "set_style", "show", "status", "table6",
            "table7", "tables", "verdict", "welch_interval", "write_index"]

@@ -33,6 +33,24 @@ def eps_x(eps: pd.Series, finite_max: float) -> pd.Series:
     return eps.map(lambda e: finite_max * INF_AT if math.isinf(e) else e)
 
 
+def runs_note(profile: str, settings) -> str:
+    """The subtitle that says which runs a figure shows: the profile, and the runs' setting where there is one; with
+    several (widths, precisions, norms) only what they share, and that the legend tells the lines apart."""
+    settings = [s for s in dict.fromkeys(settings) if isinstance(s, str) and s]
+    note = f"runs: profile '{profile}'"
+    if len(settings) == 1:
+        return f"{note}, {settings[0]}"
+    if settings:
+        parts = [s.split(", ") for s in settings]
+        shared = []  # the leading parts every setting has (protocol first, then width, ...)
+        for i, p in enumerate(parts[0]):
+            if not all(len(q) > i and q[i] == p for q in parts):
+                break
+            shared.append(p)
+        return f"{note}, " + (", ".join(shared) + "; " if shared else "") + "one line per setting (legend)"
+    return note
+
+
 def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "", *, x: str = "eps",
                   legend: str = "right") -> None:
     """One panel of ``obj``'s table (:func:`dirdp.report.object_table`) against ``x`` ("eps" or "q"): the paper's
