@@ -54,7 +54,7 @@ def read_run(path: str | Path) -> dict:
         test=rec["test_accuracy"], val=rec.get("val_accuracy"),
         protocol=(methods.spec(method).protocol or ("paper protocol" if not reduced
                   else "reduced protocol (" + ", ".join(reduced) + ")")),
-        width_label=rec["width_label"], device=rec["provenance"]["device"],
+        width_label=rec["width_label"], device=devices(rec["provenance"]),
         git_commit=rec["provenance"]["git_commit"], dirty=provenance.dirty(rec["provenance"]),
         wall_time_s=rec["wall_time_s"],
         curve=[tuple(point) for point in rec.get("accuracy_curve") or []],
@@ -64,6 +64,18 @@ def read_run(path: str | Path) -> dict:
         eps_ldp_worst_case=rec.get("eps_ldp_worst_case"), eps_pair_median=rec.get("eps_pair_median"),
         latent_string_length=(rec.get(methods.LATENT) or {}).get("string_length"),  # LATENT's record, under its key
     )
+
+
+def devices(prov: dict) -> str:
+    """The processors a run trained on, each once, in the order of its sessions (``sessions[].processor``; the last
+    session's is ``provenance.device``, taken when it began), and how many sessions named none: those recorded
+    before sessions carried ``processor``. A run resumed on another machine names both, so that its wall time is
+    read as the sum it is."""
+    sessions = prov.get("sessions") or [{}]
+    named = [s.get("processor") for s in sessions[:-1]] + [prov["device"]]
+    known = list(dict.fromkeys(n for n in named if n))
+    unknown = named.count(None)
+    return " + ".join(known) + (f" ({unknown} of {len(named)} sessions unrecorded)" if unknown else "")
 
 
 def model_label(run: dict) -> str:

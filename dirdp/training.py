@@ -233,12 +233,14 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
 
 
 def _session(step: int, prov: dict, device) -> dict:
-    """One session of a run (a start, or a resume from its checkpoint): the step it began at, the code it ran and
-    its torch threads. On CPU the thread count changes the order of float sums, so the weights: a run resumed
-    with another count is not the run an uninterrupted one would have been. A checkpoint written before sessions
-    were recorded starts the list at its resume step (the sessions before it are unknown)."""
+    """One session of a run (a start, or a resume from its checkpoint): the step it began at, the code it ran, its
+    torch threads and its processor (``processor``: the CPU's model name, or the GPU's). On CPU the thread count
+    changes the order of float sums, so the weights: a run resumed with another count is not the run an
+    uninterrupted one would have been; and a run resumed on another machine has a wall time summed over both. A
+    checkpoint written before sessions were recorded starts the list at its resume step (the sessions before it
+    are unknown); a session recorded before ``processor`` was has none (:func:`dirdp.run_result.devices`)."""
     return dict(start_step=int(step), git_commit=prov["git_commit"], torch_threads=torch.get_num_threads(),
-                device=str(device), started_utc=prov["created_utc"])
+                device=str(device), processor=prov["device"], started_utc=prov["created_utc"])
 
 
 def _load_checkpoint(path: Path, cfg: RunConfig, device) -> dict:

@@ -97,3 +97,16 @@ def test_outside_a_checkout_the_commit_is_the_recorded_one(tmp_path, monkeypatch
     monkeypatch.setenv("DIRDP_GIT_COMMIT", "abc+dirty")
     assert provenance.git_state(tmp_path) == {"git_commit": "abc+dirty+copy"}
     assert provenance.dirty(provenance.git_state(tmp_path))["dirty_files"] is None
+
+
+def test_a_run_names_every_processor_it_trained_on_and_the_sessions_that_named_none():
+    from dirdp.run_result import devices
+
+    amd, intel = "cpu: AMD EPYC", "cpu: Intel(R) Xeon(R) Processor"
+    assert devices({"device": amd}) == amd  # a file made before sessions were recorded
+    assert devices({"device": amd, "sessions": [{"processor": amd}, {"processor": amd}]}) == amd
+    moved = [{"processor": amd}, {"processor": intel}]
+    assert devices({"device": intel, "sessions": moved}) == f"{amd} + {intel}"
+    # sessions recorded before `processor` was: the last session's is provenance.device, the others are counted
+    old = [{"start_step": 0}, {"start_step": 136}, {"start_step": 1600}]
+    assert devices({"device": intel, "sessions": old}) == f"{intel} (2 of 3 sessions unrecorded)"

@@ -137,6 +137,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path,
     assert [(x["start_step"], x["torch_threads"]) for x in b["provenance"]["sessions"]] == [(0, 1), (step, 1)]
     assert [x["start_step"] for x in a["provenance"]["sessions"]] == [0]
     assert b["provenance"]["sessions"][1]["git_commit"] == b["provenance"]["git_commit"]
+    assert [x["processor"] for x in b["provenance"]["sessions"]] == [b["provenance"]["device"]] * 2
 
 
 def test_runs_table_puts_each_run_beside_the_paper_cell(tiny_mnist, tmp_path):
