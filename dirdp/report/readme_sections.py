@@ -126,19 +126,26 @@ def _model(r: dict) -> str:
             + (", bf16" if r["precision"] == "bf16" else ""))
 
 
+def _machine(device: str) -> str:
+    """A run's processors as a table shows them: without the "cpu: " prefix and the trademark signs."""
+    return device.replace("cpu: ", "").replace("(R)", "").replace(" Processor", "")
+
+
 def runs_alg1(src: Sources) -> str:
     """One row per Algorithm 1 run of the profile (its result JSON): what ran, r* and the certified eps, the final
-    test accuracy and the best one along the run, and the wall time."""
+    test accuracy and the best one along the run, the wall time and the processors it trained on (a run resumed on
+    another machine has a wall time summed over both: :func:`dirdp.run_result.devices`)."""
     runs = sorted((r for r in src.runs if methods.is_ours(r["method"])),
                   key=lambda r: (r["dataset"] != "mnist", r["eps"], r["width"], r["norm"], r["precision"], r["seed"]))
-    out = ["| data set | eps | model | seed | r* | certified eps | test acc. | best along the run (step) | wall time |",
-           "|---|---|---|---|---|---|---|---|---|"]
+    out = ["| data set | eps | model | seed | r* | certified eps | test acc. | best along the run (step) | wall time "
+           "| trained on |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         best = max(r["curve"], key=lambda p: p[1]) if r["curve"] else None
         cert = r["certified_eps"]
         out.append(f"| {NAMES[r['dataset']]} | {fmt_eps(r['eps'])} | {_model(r)} | {r['seed']} | {_num(r['rstar'], '.6f')} | "
                    f"{'inf' if cert is None or math.isinf(cert) else f'{cert:.4f}'} | {r['test']:.2f} | "
-                   + ("—" if best is None else f"{best[1]:.2f} ({best[0]:,})") + f" | {minutes([r['wall_time_s']])} |")
+                   + ("—" if best is None else f"{best[1]:.2f} ({best[0]:,})") + f" | {minutes([r['wall_time_s']])} | "
+                   f"{_machine(r['device'])} |")
     return "\n".join(out)
 
 
