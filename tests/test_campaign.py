@@ -35,15 +35,22 @@ def test_gpu_queue_puts_the_open_questions_first():
 def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     prof = Profile.load(REPO / "config/cpu.yaml")
     jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
-    # issue 31's bf16 validation (MNIST eps = 1 at 0.25x, seeds 0-2, one thread each), then issue 32's full-width
-    # bf16 runs (two threads each), FashionMNIST eps = 2 first
+    # issue 31's bf16 validation (MNIST eps = 1 at 0.25x, seeds 0-2, one thread each), then the full-width bf16 runs
+    # (one thread each: one run per core), FashionMNIST eps = 2 first, then MNIST eps = 1, eps = inf, then seed 0 of
+    # the cells never run (eps = 0.5 and 4), then MNIST eps = 2 and FashionMNIST eps = 1
     names = [j.name for j in jobs]
     assert names[:5] == ["mnist/alg1_bf16_eps1_seed0", "mnist/alg1_bf16_eps1_seed1", "mnist/alg1_bf16_eps1_seed2",
                          "fashionmnist/alg1_w1_bf16_eps2_seed0", "fashionmnist/alg1_w1_bf16_eps2_seed1"]
+    assert names[9:17] == [
+        "fashionmnist/alg1_w1_bf16_epsinf_seed0", "mnist/alg1_w1_bf16_epsinf_seed0", "mnist/alg1_w1_bf16_eps0.5_seed0",
+        "mnist/alg1_w1_bf16_eps4_seed0", "fashionmnist/alg1_w1_bf16_eps0.5_seed0", "fashionmnist/alg1_w1_bf16_eps4_seed0",
+        "mnist/alg1_w1_bf16_eps2_seed0", "fashionmnist/alg1_w1_bf16_eps1_seed0"]
+    full_width = [n for n in names if "_w1_bf16_" in n]
+    assert len(full_width) == 2 * (4 * 5 + 3)  # Tables 2 and 4: eps 0.5, 1, 2, 4 at five seeds, inf at three
     val, full = jobs[0].args, jobs[3].args
     assert "--bf16" in val and "--channels-last" in val and val[val.index("--threads") + 1] == "1"
     assert val[val.index("--width") + 1] == "0.25" and jobs[0].slots == 1
-    assert "--bf16" in full and float(full[full.index("--width") + 1]) == 1 and full[full.index("--threads") + 1] == "2"
+    assert "--bf16" in full and float(full[full.index("--width") + 1]) == 1 and full[full.index("--threads") + 1] == "1"
     # the fp32 runs keep their paths and flags: issue 14's in its order, the GroupNorm run before the 5-hour
     # width-0.5 eps = inf run, so that the BatchNorm audit gets its comparison model first
     first = names.index("fashionmnist/alg1_w0.5_eps2_seed0")

@@ -80,7 +80,7 @@ def test_cpu_profile_keeps_the_papers_privacy_protocol():
         if run.method in ("alg1", "dpsgd"):
             wide = {"_w0.5_": "0.5", "_w1_": "1.0"}  # the campaign's wider runs say so in their tags
             assert args[args.index("--width") + 1] == next((w for tag, w in wide.items() if tag in run.tag), "0.25")
-            assert prof.threads(run) == (2 if "_w1_" in run.tag else 1)
+            assert prof.threads(run) == 1  # one thread a run, full width included: one run per core
         else:
             assert "--width" not in args
 
@@ -109,7 +109,11 @@ def test_object_table_without_runs_shows_the_paper_and_says_why(tmp_path):
     table2 = report.object_table(get_object("table2_mnist"), prof, runs_root=str(tmp_path))
     status = dict(zip(table2[table2.method == "Algorithm 1"].eps, table2[table2.method == "Algorithm 1"].status))
     assert status[1.0] == "not run here (result file missing: run the DAG)"
-    assert status[0.5] == "not run here (not in the 'cpu' profile's grid)"
+    assert status[0.5] == "not run here (result file missing: run the DAG)"  # declared at full width
+    quick = Profile.load("config/quick.yaml")  # a profile whose grid leaves eps = 0.5 out
+    table2 = report.object_table(get_object("table2_mnist"), quick, runs_root=str(tmp_path))
+    status = dict(zip(table2[table2.method == "Algorithm 1"].eps, table2[table2.method == "Algorithm 1"].status))
+    assert status[0.5] == "not run here (not in the 'quick' profile's grid)"
 
 
 def _fake_run(root, profile, tag, *, dataset="fashionmnist", eps=2.0, seed=0, width=0.25, test=85.0, norm=None):
