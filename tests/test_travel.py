@@ -37,7 +37,7 @@ def test_no_full_width_gpu_model_or_python_cache_is_tracked():
     assert ignored.returncode == 0, "results/runs/gpu/**/*.model.pt must be git-ignored (kept out of the tree)"
 
 
-def test_the_measurement_counts_tracked_untracked_and_carry(tmp_path, monkeypatch):
+def test_the_measurement_counts_tracked_untracked_and_carry(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("DIRDP_SIZE_CAP_MIB", raising=False)
     monkeypatch.delenv("DIRDP_TRANSFER_LIMIT_MIB", raising=False)
     root = tmp_path / "repo"
@@ -58,7 +58,14 @@ def test_the_measurement_counts_tracked_untracked_and_carry(tmp_path, monkeypatc
     (root / ".gpu" / "data" / "big").write_bytes(b"")
     with open(root / ".gpu" / "data" / "big", "wb") as f:  # a sparse file over the limit
         f.truncate(travel.SIZE_CAP)
+    (root / ".gpu" / "wheels").mkdir()
+    (root / ".gpu" / "wheels" / "w.whl").write_bytes(b"w" * 10)
+    capsys.readouterr()
     assert travel.main(["--root", str(root), "--carry", ".gpu"]) == 2
+    err = capsys.readouterr().err
+    assert "over the size cap, 60 MiB" in err
+    assert ".gpu/data/big  (a data set this campaign need not train" in err
+    assert ".gpu/wheels/w.whl  (bundled by scripts/gpu_prepare.sh)" in err
     # a larger cap, by option or by environment, takes it; the measurement records the cap it was checked against
     out = root / "TRAVEL.json"
     assert travel.main(["--root", str(root), "--carry", ".gpu", "--transfer-limit-mib", "70", "--write", str(out)]) == 0

@@ -182,7 +182,8 @@ def advice(t: dict, cap: int) -> str:
     lines = [f"{over:,} bytes over the size cap, {cap / MIB:g} MiB: drop some of these (largest first), or raise "
              "the cap (--size-cap-mib, $DIRDP_SIZE_CAP_MIB) if your transfer takes more:"]
     deep = [(k, v) for k, v in t["carry"].items() if k.count("/") == 2]
-    lines += [f"  carried   {v:>12,}  {k}  (a data set this campaign need not train: GPU_DATASETS=...)"
+    lines += [f"  carried   {v:>12,}  {k}  " + ("(a data set this campaign need not train: GPU_DATASETS=...)"
+                                                 if "/data/" in k else "(bundled by scripts/gpu_prepare.sh)")
               for k, v in sorted(deep, key=lambda kv: -kv[1])[:4]]
     lines += [f"  untracked {v:>12,}  {k}  (commit it, ignore it or remove it)" for k, v in t["untracked"][:4]]
     lines += [f"  tracked   {v:>12,}  {k}  (git rm --cached, and ignore it)" for k, v in t["largest_tracked"][:5]]
