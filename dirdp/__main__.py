@@ -172,11 +172,16 @@ def _campaign(args) -> int:
                 raise ValueError(f"--max-runs must be at least 1. Found {args.max_runs}.")
             if args.bench_reps < 1:
                 raise ValueError(f"--bench-reps must be at least 1. Found {args.bench_reps}.")
+            if not (1 <= args.pack_part_mib < float("inf")):  # nan too
+                raise ValueError(f"--pack-part-mib must be a number of MiB, at least 1. Found {args.pack_part_mib:g}.")
+            if args.pack_parts < 1:
+                raise ValueError(f"--pack-parts must be at least 1. Found {args.pack_parts}.")
             summary = campaign.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
                                             smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
                                             tests=not args.no_tests, bench=not args.no_bench,
                                             bench_reps=args.bench_reps, require_clean=args.require_clean,
-                                            fit=args.fit)
+                                            fit=args.fit, pack_part_mib=args.pack_part_mib,
+                                            pack_parts=args.pack_parts)
             failed = [r["run"] for r in summary["runs"] if r["status"] == "failed"]
             if failed:
                 print(f"failed runs: {', '.join(failed)} (their logs are in {summary['campaign_dir']}/logs)",

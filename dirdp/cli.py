@@ -247,10 +247,16 @@ def _add_campaign_parser(sub) -> None:
     r.add_argument("--config", default="config/gpu.yaml", help="profile whose campaign queue runs")
     r.add_argument("--budget", type=float, default=540,
                    help="wall-clock seconds for everything, packing included (0: no limit). Runs the budget cuts "
-                        "off leave their checkpoint; the next call resumes them")
+                        "off leave their checkpoint; the next campaign run resumes them")
     r.add_argument("--k", type=int, help="runs side by side (default: from the benchmark's memory; CPU: cores)")
     r.add_argument("--pack", metavar="DIR", help="pack results, checkpoints, logs and the benchmark into DIR "
-                                                 "(at most 4 files of 15.5 MiB); campaign unpack DIR puts them back")
+                                                 "(at most --pack-parts files of --pack-part-mib MiB each); "
+                                                 "campaign unpack DIR puts them back")
+    r.add_argument("--pack-part-mib", type=float, default=15.5, metavar="MIB",
+                   help="with --pack: the most one file of the pack may weigh, in MiB (default 15.5; at least 1)")
+    r.add_argument("--pack-parts", type=int, default=4, metavar="N",
+                   help="with --pack: the most files the pack may have (default 4); what does not fit is left out "
+                        "and listed")
     r.add_argument("--smoke", action="store_true",
                    help="the same machinery on CPU: 4-step runs, K = 2, in a temporary folder (or --workdir)")
     r.add_argument("--workdir", help="folder holding results/ (default: the repository)")

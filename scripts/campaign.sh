@@ -88,7 +88,7 @@ case "${1:-start}" in
     [ -n "$(ls -A "results/campaign/$profile" 2>/dev/null)" ] && paths+=("results/campaign/$profile")  # runner records
     git add -A -- "${paths[@]}"   # results, released models, runner records, a finished run's deleted checkpoint
     find "results/runs/$profile" -name '*.ckpt.pt' -print0 | xargs -0 -r git add -f --   # unfinished runs
-    "$PY" -c "import pathlib; from dirdp.campaign.travel import first_call_over as f; m = f(pathlib.Path.cwd()); m and print('campaign: warning: ' + m)" >&2
+    "$PY" -c "import pathlib; from dirdp.campaign.travel import over_size_cap as f; m = f(pathlib.Path.cwd()); m and print('campaign: warning: ' + m)" >&2
     if git diff --cached --quiet -- "${paths[@]}"; then
       echo "campaign: nothing new to commit"
     else

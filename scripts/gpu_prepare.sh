@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Prepare the GPU campaign's carry folder .gpu/ (git-ignored) on THIS machine, before a call to a GPU machine
-# that has Python 3.12, torch, numpy, scipy, pandas, matplotlib, tqdm and pyyaml, but no network, no Opacus, no
-# jsonschema, no pytest and no data:
-#   .gpu/data/<Set>/raw   the raw data of the data set(s) the call trains (GPU_DATASETS, default: fashionmnist,
+# Bundle what a GPU node without network needs for the GPU campaign, on a machine with network (a login node, your
+# workstation), into the git-ignored folder .gpu/. The node is assumed to have Python with torch (CUDA), numpy,
+# scipy, pandas, matplotlib, tqdm and pyyaml, and no Opacus, jsonschema, pytest or data:
+#   .gpu/data/<Set>/raw   the raw data of the data set(s) the campaign trains (GPU_DATASETS, default: fashionmnist,
 #                         the queue's first runs; "mnist fashionmnist" for both), from $DIRDP_DATA (else
 #                         ../shared/datasets)
 #   .gpu/wheels/          pure-Python wheels of Opacus, opt_einsum, pytest, pluggy, iniconfig and packaging
@@ -10,16 +10,23 @@
 #   .gpu/resume/          checkpoints of unfinished GPU runs (results/runs/gpu/**/*.ckpt.pt, git-ignored), restored
 #                         in place there so that the runs resume
 #   .gpu/COMMIT           the commit the campaign's results will record in their provenance
-#   .gpu/TRAVEL.json      what the call sends, by the device's own rule (python -m dirdp.campaign.travel)
-# Then refuses when the call would send over 60 MiB (the device refuses over 64 MiB), naming what to drop.
-# On the GPU machine, from the repository root: bash scripts/gpu_campaign.sh --pack $OUT   (carry .gpu)
+#   .gpu/TRAVEL.json      what the copy to the node weighs (the working tree + .gpu/) and the size cap it was
+#                         checked against (python -m dirdp.campaign.travel)
+# Then refuses when that copy would weigh more than the size cap, naming what to drop. The cap, in MiB:
+# DIRDP_SIZE_CAP_MIB, default 15/16 of DIRDP_TRANSFER_LIMIT_MIB (the most your copy to the node may weigh, default
+# 64), so 60 MiB; without a limit on the copy, set both high.
+# BUNDLE=FILE (outside the repository) also writes exactly that copy, the working tree (tracked + untracked-not-
+# ignored files, no .git) and .gpu/, as one tar. Copy it to the node, unpack it and, from its root:
+#   bash scripts/gpu_campaign.sh --budget S --pack out/          (docs/scale.md, "A GPU node without network").
 # The commit must be clean (every result names the code that made it); FORCE=1 records "+dirty" instead.
 set -euo pipefail
+if [ -n "${BUNDLE:-}" ]; then BUNDLE=$(realpath -m "$BUNDLE"); fi   # relative to where it was called from
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-.venv/bin/python}
 [ -x "$PY" ] || PY=python3
 SRC=${DIRDP_DATA:-$(cd .. && pwd)/shared/datasets}
 DATASETS=${GPU_DATASETS:-fashionmnist}
+case ${BUNDLE:-} in "$PWD"/*) echo "gpu_prepare: BUNDLE=$BUNDLE: write it outside the repository" >&2; exit 2 ;; esac
 rm -rf .gpu/data .gpu/site .gpu/resume
 mkdir -p .gpu/data .gpu/wheels
 for ds in $DATASETS; do
@@ -67,4 +74,13 @@ echo '{}' > .gpu/TRAVEL.json
 "$PY" -m dirdp.campaign.travel --carry .gpu --write .gpu/TRAVEL.json.new
 mv .gpu/TRAVEL.json.new .gpu/TRAVEL.json
 echo "gpu_prepare: .gpu/ ready (data: $DATASETS; commit $(cat .gpu/COMMIT); Opacus $OPACUS)."
-echo "  on the GPU machine: bash scripts/gpu_campaign.sh --pack \$OUT   (carry .gpu)"
+if [ -n "${BUNDLE:-}" ]; then   # one tar of what the node needs: the working tree (no .git) and .gpu/
+  { git ls-files -z --cached --others --exclude-standard; find .gpu -type f -print0; } \
+    | while IFS= read -r -d '' f; do if [ -e "$f" ]; then printf '%s\0' "$f"; fi; done \
+    | tar --null -T - -cf "$BUNDLE"
+  echo "gpu_prepare: wrote $BUNDLE ($(wc -c < "$BUNDLE") bytes): copy it to the GPU node, there"
+  echo "  mkdir dirdp && tar -xf $(basename "$BUNDLE") -C dirdp && cd dirdp && bash scripts/gpu_campaign.sh --budget S --pack out/"
+else
+  echo "  copy the tree and .gpu/ to the GPU node (or rerun with BUNDLE=FILE for one tar of them); there:"
+  echo "  bash scripts/gpu_campaign.sh --budget S --pack out/"
+fi

@@ -105,7 +105,7 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     assert {"table1_cell_s", "profile_serial_s"} <= set(bench["projection"]) and len(bench["projections"]) == 3
     # two at a time: the second run started before the first ended
     assert "(2 running, 1 queued)" in done.stdout
-    # the record keeps each run's log gzipped (the committed records stay inside the device's size rule), whole
+    # the record keeps each run's log gzipped (the committed records stay small, inside the size cap), whole
     kept = sorted((summary_path.parent / "logs/fashionmnist").iterdir())
     assert [p.name for p in kept] == [f"alg1_eps2_seed{s}.log.gz" for s in range(3)]
     for p in kept:
@@ -128,7 +128,7 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     assert any(w.endswith(".model.pt") for w in written)
 
 
-def test_budget_cut_leaves_a_checkpoint_and_the_next_call_resumes(tiny_root, tmp_path):
+def test_budget_cut_leaves_a_checkpoint_and_the_next_campaign_run_resumes(tiny_root, tmp_path):
     never = 10_000_000  # a run the budget must cut (eps = inf: no privacy floor for so many steps)
     prof = Profile.from_config({"profile": "gpu", "objects": ["table4_fashionmnist"], "grids": {
         "table4_fashionmnist": {"eps": ["inf"], "baselines": {}}}, "training": dict(
@@ -259,6 +259,8 @@ def test_unpack_refuses_files_outside_results(tmp_path):
 def test_campaign_cli_errors_are_clear(tmp_path):
     for args, match in [(["run", "--config", "config/nope.yaml", "--smoke"], "no profile"),
                         (["run", "--k", "0", "--smoke"], "--k must be at least 1"),
+                        (["run", "--pack-parts", "0", "--smoke"], "--pack-parts must be at least 1"),
+                        (["run", "--pack-part-mib", "0.5", "--smoke"], "--pack-part-mib must be a number of MiB"),
                         (["unpack", str(tmp_path)], "no campaign.tar.gz.00")]:
         done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", *args], cwd=REPO, capture_output=True,
                               text=True, timeout=120)
@@ -282,9 +284,10 @@ def test_a_held_queue_starts_nothing_and_says_why(tmp_path):
     assert said == ["holding the next start: uncommitted code changes"]
 
 
-def test_the_first_call_starts_only_the_runs_that_can_finish():
-    """The first-call plan (fit_runs): from the benchmark's seconds per step, the runs started (in queue order) must
-    finish in the time left, however fast or slow the GPU; K is how many were chosen, at most the memory's bound."""
+def test_the_queue_fitted_to_the_budget_starts_only_the_runs_that_can_finish():
+    """The queue fitted to the budget (fit_runs): from the benchmark's seconds per step, the runs started (in queue
+    order) must finish in the time left, however fast or slow the GPU; K is how many were chosen, at most the memory's
+    bound."""
     prof = Profile.load(REPO / "config/gpu.yaml")
     jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
 
@@ -302,7 +305,7 @@ def test_the_first_call_starts_only_the_runs_that_can_finish():
     assert campaign.fit_runs(jobs, None, prof, seconds=400, k_max=8)[0] == []  # no benchmark: nothing starts
 
 
-def test_a_checkpoint_is_packed_only_if_the_next_call_can_carry_it(tmp_path):
+def test_a_checkpoint_is_packed_only_if_the_next_bundle_can_take_it(tmp_path):
     prof = Profile.load(REPO / "config/gpu.yaml")
     jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs", max_runs=2)
     for j in jobs:
@@ -313,3 +316,15 @@ def test_a_checkpoint_is_packed_only_if_the_next_call_can_carry_it(tmp_path):
     labels = lambda room: [label for _, label in campaign.pack_list(jobs, cdir, ckpt_room=room)]  # noqa: E731
     assert labels(None).count("checkpoint") == 2 and labels(1500).count("checkpoint") == 1
     assert labels(500).count("checkpoint") == 0
+
+
+def test_the_pack_bounds_reach_the_campaign(monkeypatch):
+    """--pack-parts and --pack-part-mib (the bound on what comes back from a GPU node) go to run_campaign; without
+    them the pack is at most 4 files of 15.5 MiB."""
+    from dirdp.__main__ import main
+
+    seen = []
+    monkeypatch.setattr(campaign, "run_campaign", lambda *a, **kw: seen.append(kw) or dict(runs=[]))
+    assert main(["campaign", "run", "--smoke", "--pack", "out", "--pack-parts", "2", "--pack-part-mib", "3.5"]) == 0
+    assert main(["campaign", "run", "--smoke"]) == 0
+    assert [(kw["pack_parts"], kw["pack_part_mib"]) for kw in seen] == [(2, 3.5), (4, 15.5)]

@@ -7,10 +7,12 @@ Two uses, one machinery:
   importable: the summary says whether it ran), the
   benchmark (:func:`dirdp.bench.campaign_bench`: per-step time of non-private, Algorithm 1 and DP-SGD for the
   full-width models, fp32 and bf16 + channels_last, with projections), then starts the runs that the benchmark's
-  steps/s says can finish in the budget (the first-call plan, :func:`~dirdp.campaign.fit.fit_runs`; without a
+  steps/s says can finish in the budget (the queue fitted to the budget, :func:`~dirdp.campaign.fit.fit_runs`; without a
   budget, or with ``--k``/``--no-fit``: the queue K runs at a time)
   (the models leave a large GPU mostly idle, so several processes side by side is the point), and packs what it
-  made into a few files that ``python -m dirdp campaign unpack`` puts back into the repository.
+  made into a few files of bounded size that ``python -m dirdp campaign unpack`` puts back into the repository: on
+  a GPU node without network, the tree, the data and the wheels the node lacks are copied in beforehand
+  (``scripts/gpu_prepare.sh``, its size checked by :mod:`~dirdp.campaign.travel`) and the pack is copied back.
 - **The CPU evidence campaign** (``scripts/campaign.sh``): the same queue runner in the background with no
   budget, one thread per run; ``campaign status`` says where each run stands.
 
@@ -19,10 +21,12 @@ process with the profile's own arguments (the DAG job's), so the DAG, the campai
 all make, resume and skip the same files. A finished run (its JSON exists) is skipped; a run with a
 checkpoint resumes; a run another process is training (its lock is held) is left alone. When the budget
 runs out, the runner sends SIGTERM: each run finishes its step, writes its checkpoint and exits (75), and
-the next call resumes it.
+the next ``campaign run`` resumes it.
 
 Modules: :mod:`~dirdp.campaign.queue` (jobs and the K-at-a-time runner), :mod:`~dirdp.campaign.packing`
-(packing and unpacking), :mod:`~dirdp.campaign.fit` (K and the first call's plan), :mod:`~dirdp.campaign.summary` (per-run records and the summary text),
+(packing and unpacking), :mod:`~dirdp.campaign.fit` (K and the queue fitted to the budget),
+:mod:`~dirdp.campaign.summary` (per-run records and the summary text), :mod:`~dirdp.campaign.travel` (what a bundle
+for a GPU node without network weighs, against the size cap),
 :mod:`~dirdp.campaign.runner` (the driver, K, status), :mod:`~dirdp.campaign.rebuild` (the rules whose jobs read runs
 that landed, asked of Snakemake: what ``scripts/campaign.sh tables`` forces). Every name is re-exported here; to
 monkeypatch one, patch the submodule that looks it up.

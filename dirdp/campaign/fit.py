@@ -1,6 +1,6 @@
-"""How many runs a campaign call trains side by side (:func:`choose_k`) and which ones it starts (:func:`fit_runs`,
-the first call's plan): every run started must finish inside the budget, whatever the GPU's speed, from the
-benchmark's measured seconds per step (:func:`run_seconds`)."""
+"""How many runs a campaign trains side by side (:func:`choose_k`) and which ones it starts (:func:`fit_runs`,
+the queue fitted to the budget): every run started must finish inside the budget, whatever the GPU's speed, from
+the benchmark's measured seconds per step (:func:`run_seconds`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def choose_k(bench_rows: list[dict] | None, *, device: str, cpu_count: int | Non
                f"{max(peaks) if peaks else float('nan'):.2f} GiB) = {by_mem})")
 
 
-# what a run costs beyond its training steps (first call's plan, :func:`fit_runs`): evaluation every eval_every steps,
+# what a run costs beyond its training steps (the fitted plan, :func:`fit_runs`): evaluation every eval_every steps,
 # Poisson sampling, data loading, checkpoints; and a process's start (imports, data set, CUDA context)
 RUN_OVERHEAD = 1.3
 RUN_START_S = 30.0
@@ -55,11 +55,11 @@ def run_seconds(job, rows: list[dict] | None, profile: Profile) -> float | None:
 
 
 def fit_runs(jobs: list, rows: list[dict] | None, profile: Profile, *, seconds: float, k_max: int) -> tuple[list, int, str]:
-    """The first call's plan: which queued jobs to start (in queue order) and K, so that every run started can
+    """The queue fitted to the budget: which queued jobs to start (in queue order) and K, so that every run started can
     finish in ``seconds``, whatever the GPU's speed. Conservatively, runs side by side are assumed to gain nothing
     over one after another (the sum of their projected times, :func:`run_seconds`, must fit); K = how many were
     chosen, at most ``k_max`` (memory, CPU cores). None fit (a slow GPU, or no benchmark row): no run starts, and
-    the call still brings back the test lane, the benchmark and the summary."""
+    the campaign still brings back the test lane, the benchmark and the summary."""
     chosen, used, costs = [], 0.0, []
     for job in jobs:
         cost = run_seconds(job, rows, profile)
@@ -67,7 +67,7 @@ def fit_runs(jobs: list, rows: list[dict] | None, profile: Profile, *, seconds: 
             if not chosen:
                 why = ("no benchmark row for it" if cost is None else
                        f"it would take {cost:.0f} s (projected) and {seconds:.0f} s are left")
-                return [], 1, f"fit: no run can finish in this call: the first queued, {job.name}: {why}"
+                return [], 1, f"fit: no run can finish in this budget: the first queued, {job.name}: {why}"
             break
         chosen.append(job)
         costs.append(cost)

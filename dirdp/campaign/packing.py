@@ -104,11 +104,11 @@ def manifest_of(tar: tarfile.TarFile) -> dict:
 def pack_list(jobs: list[Job], campaign_dir: Path, *, weights: bool = True,
               ckpt_room: int | None = None, not_carried: list | None = None) -> list[tuple[Path, str]]:
     """What a campaign brings back, most important first: its own records, the result JSONs, the
-    checkpoints of unfinished runs (so the next call resumes them), the run logs, then the released
+    checkpoints of unfinished runs (so the next campaign run resumes them), the run logs, then the released
     models (``<stem>.model.pt``, the membership audit reads them) if room is left. ``ckpt_room``: how many bytes
-    the next call's working tree can still take (the device's size rule, :mod:`dirdp.campaign.travel`); a
-    checkpoint that would not fit in it is left out, since it could never be carried back to resume (None: no
-    limit); its path is appended to ``not_carried``."""
+    the next bundle for a GPU node can still take under its size cap (:mod:`dirdp.campaign.travel`); a
+    checkpoint that would not fit in it is left out, since it could never be copied back to the node to resume
+    (None: no limit); its path is appended to ``not_carried``."""
     files = [(p, "campaign record") for p in sorted(campaign_dir.rglob("*")) if p.is_file()]
     files += [(j.out, "result") for j in jobs if j.status == "finished"]
     used = 0

@@ -25,13 +25,13 @@ EXIT_INTERRUPTED = 75  # python -m dirdp train: stopped by SIGTERM after writing
 
 @dataclass
 class Job:
-    """One run of the queue: where its result, checkpoint and log live, and how it went this call."""
+    """One run of the queue: where its result, checkpoint and log live, and how it went this campaign run."""
 
     run: Run
     out: Path
     log: Path
     args: list[str]
-    status: str = "queued"  # queued, done (before this call), running-elsewhere, finished, interrupted, failed
+    status: str = "queued"  # queued, done (before this campaign run), running-elsewhere, finished, interrupted, failed
     redo_dirty: bool = False  # the profile's ``campaign: redo_dirty``: a result of uncommitted code is trained again
     replaces: dict | None = None  # the +dirty result this job trains again (its commit, accuracy, weights' hash)
     slots: int = 1  # how many of the K run slots it takes: its torch threads on CPU (training: threads_by_width)

@@ -95,20 +95,26 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
                  pack_to: str | Path | None = None, smoke: bool = False, workdir: str | Path | None = None,
                  max_runs: int | None = None, tests: bool = True, bench: bool = True, bench_reps: int = 10,
                  require_clean: bool = False, fit: bool | None = None, travel_bytes: int | None = None,
-                 say=print) -> dict:
+                 size_cap: int | None = None, pack_part_mib: float = 15.5, pack_parts: int = 4, say=print) -> dict:
     """The whole campaign in one call (see the module docstring). ``workdir`` is the folder that holds
     ``results/`` (the repository by default; a temporary folder for ``smoke``). Returns the summary that
     is also written to ``results/campaign/<profile>/<UTC time>/summary.json``.
 
     ``fit`` (default: with a budget and no ``k``): start only the runs that can finish in the budget
-    (:func:`fit_runs`, from the benchmark's steps/s). Runs whose data set is not under the data root (a call that
-    carries one data set) are not started. ``travel_bytes``: what the call's working tree weighs on the way to the
-    device (``.gpu/TRAVEL.json``, by ``scripts/gpu_prepare.sh``): checkpoints are packed only while they can be
-    carried to the next call within :data:`dirdp.campaign.travel.REFUSE_OVER`."""
+    (:func:`fit_runs`, from the benchmark's steps/s). Runs whose data set is not under the data root (a bundle for
+    a GPU node without network holds only the data set(s) it trains) are not started. ``travel_bytes``: what the
+    bundle this tree came in weighed (``.gpu/TRAVEL.json``, by ``scripts/gpu_prepare.sh``), ``size_cap`` the cap it
+    was prepared under (:func:`dirdp.campaign.travel.measured` by default): checkpoints are packed only while the
+    next bundle can still take them within the cap. The pack: at most ``pack_parts`` files of ``pack_part_mib``."""
     import tempfile
+
+    from dirdp.campaign.travel import measured
 
     t0 = time.monotonic()
     deadline = t0 + budget_s if budget_s else None
+    prepared_bytes, prepared_cap = measured(REPO)  # scripts/gpu_prepare.sh's measurement of the bundle, if any
+    travel_bytes = prepared_bytes if travel_bytes is None else travel_bytes
+    size_cap = prepared_cap if size_cap is None else size_cap
     profile = load_profile(config, smoke=smoke)
     device = str(profile.training.get("device", "cpu"))
     if device.startswith("cuda"):
@@ -152,7 +158,7 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
                      "--reps", str(1 if smoke else bench_reps), "--json-out", str(cdir / "bench.json")]
         if smoke:
             bench_cmd += ["--width", "0.0625", "--models", "inception", "--precisions", "fp32", "--batch", "16"]
-        elif fit:  # the first call: the models its runs train, so that the budget goes to training
+        elif fit:  # fitted to the budget: only the models its runs train, so that the budget goes to training
             bench_cmd += ["--models", *sorted(_models(profile))]
         summary["bench"] = _step("benchmark", bench_cmd, cdir / "bench.log",
                                  timeout=min(step_cap, _remaining(deadline) - 90), env=env, say=say)
@@ -199,13 +205,8 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         if j.log.exists() and j.status not in ("queued", "done", "no-data"):
             (logs / j.run.dataset).mkdir(parents=True, exist_ok=True)
             gzip_copy(j.log, logs / j.run.dataset / f"{j.log.name}.gz")
-    measured = REPO / ".gpu" / "TRAVEL.json"  # scripts/gpu_prepare.sh's measurement of this call's tree
-    if travel_bytes is None and measured.exists():
-        travel_bytes = int(json.loads(measured.read_text())["total_bytes"])
-    summary["travel_bytes"] = travel_bytes
-    from dirdp.campaign.travel import REFUSE_OVER
-
-    room = None if travel_bytes is None else REFUSE_OVER - travel_bytes
+    summary.update(travel_bytes=travel_bytes, size_cap_bytes=size_cap)
+    room = None if travel_bytes is None else size_cap - travel_bytes
     not_carried: list[str] = []
     pack_list(jobs, cdir, ckpt_room=room, not_carried=not_carried)
     summary["checkpoints_not_carried"] = not_carried
@@ -213,10 +214,11 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     (cdir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     say(report(summary))
     if not_carried:
-        say(f"checkpoints left behind ({len(not_carried)}): the next call could not carry them within "
-            f"{REFUSE_OVER / MIB:.0f} MiB ({travel_bytes:,} bytes travel already): {', '.join(not_carried)}")
+        say(f"checkpoints left behind ({len(not_carried)}): the next bundle could not take them within its size cap, "
+            f"{size_cap / MIB:g} MiB ({travel_bytes:,} bytes travel already): {', '.join(not_carried)}")
     if pack_to:
-        packed = pack(pack_list(jobs, cdir, ckpt_room=room), pack_to, root=work,
+        packed = pack(pack_list(jobs, cdir, ckpt_room=room), pack_to, root=work, part_mib=pack_part_mib,
+                      max_parts=pack_parts,
                       meta=dict(smoke=smoke, profile=profile.name, config=str(config), git_commit=summary["git_commit"]))
         say(f"packed {packed['files']} files into {len(packed['parts'])} part(s), {packed['bytes'] / MIB:.1f} MiB, in "
             f"{pack_to}" + (f"; left out (no room): {[x['path'] for x in packed['left_out']]}" if packed["left_out"] else ""))
@@ -227,15 +229,15 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
 
 def gzip_copy(src: Path, dest: Path) -> None:
     """Copy a run log gzipped (no name or time in the header: the same log gives the same bytes). A training log is
-    mostly progress-bar frames and compresses about tenfold, which keeps the committed records inside the device's
-    size rule (:mod:`dirdp.campaign.travel`); ``zcat`` or ``gzip.open`` reads it back."""
+    mostly progress-bar frames and compresses about tenfold, which keeps the committed records, and so the bundle
+    for a GPU node, inside the size cap (:mod:`dirdp.campaign.travel`); ``zcat`` or ``gzip.open`` reads it back."""
     with open(src, "rb") as f, open(dest, "wb") as raw:
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as z:
             shutil.copyfileobj(f, z)
 
 
 def _models(profile: Profile) -> set[str]:
-    """The models the profile's runs train (what the first call's benchmark measures)."""
+    """The models the profile's runs train (what the benchmark measures when the queue is fitted to the budget)."""
     from dirdp.presets import PRESETS
 
     # each run's method's own model (the Papernot CNN) or the data set's; LATENT's is no image model (not benchmarked)
@@ -244,8 +246,8 @@ def _models(profile: Profile) -> set[str]:
 
 
 def _without_data(jobs: list) -> list:
-    """The jobs whose data set is not under the data root here (``$DIRDP_DATA``): a device call carries only the data
-    set(s) it trains (scripts/gpu_prepare.sh)."""
+    """The jobs whose data set is not under the data root here (``$DIRDP_DATA``): a bundle for a GPU node without
+    network holds only the data set(s) it trains (scripts/gpu_prepare.sh)."""
     from dirdp.data import missing_files
 
     missing: dict[str, bool] = {}

@@ -1,4 +1,4 @@
-"""What a campaign call did: one record per run it touched (:func:`_record`) and the summary as text
+"""What a campaign run did: one record per run it touched (:func:`_record`) and the summary as text
 (:func:`report`)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from dirdp.campaign.queue import Job, _ckpt_step
 
 
 def _record(job: Job) -> dict:
-    """What one run did in this call."""
+    """What one run did in this campaign run."""
     landed = job.out.exists() and (job.replaces is None or job.status == "finished")  # not the +dirty one it redoes
     rec = json.loads(job.out.read_text()) if landed else None
     steps_total = rec["steps"] if rec else None
     at = rec["steps"] if rec else _ckpt_step(job.ckpt)
     started_at = None
-    if job.log.exists():  # "resumed from step N" in this call's part of the log
+    if job.log.exists():  # "resumed from step N" in this campaign run's part of the log
         part = job.log.read_text(errors="replace").rsplit("\n=== ", 1)[-1]
         for line in part.splitlines():
             if line.startswith("resumed from step "):
@@ -46,5 +46,5 @@ def report(summary: dict) -> str:
                      + (f"; {len(summary['no_data'])} without their data set here" if summary.get("no_data") else "")
                      + f"; CUDA test lane {lane}")
     if summary["not_reached"]:
-        lines.append(f"not reached in this call ({len(summary['not_reached'])}): the next call starts them")
+        lines.append(f"not reached this time ({len(summary['not_reached'])}): the next campaign run starts them")
     return "\n".join(lines)
