@@ -143,3 +143,40 @@ rule audit_batchnorm:
         ENV
     shell:
         "{params.cmd}"
+
+
+rule audit_paper_model:
+    """The audit on the paper's own model at the paper's protocol (dirdp.audit.first_layer): the exact final-model
+    test on Inception with BatchNorm (a zero record never moves the bias-free first convolution nor the first
+    running mean; trials resumed from results/<profile>/audit_first_layer_trials.jsonl, the cpu profile's committed),
+    and DP-SGD at the same claim audited with the most powerful every-update statistic (the control with power)."""
+    input:
+        deps(
+            "notebooks/audit_paper_model.ipynb",
+            sources("dirdp/audit/first_layer.py", "dirdp/audit/canary.py", "dirdp/audit/control.py", "dirdp/audit/stats.py",
+                    "dirdp/audit/claims.py", "dirdp/methods/alg1.py", "dirdp/methods/base.py", "dirdp/loop.py",
+                    "dirdp/models.py", "dirdp/mechanism.py", "dirdp/accountant.py"),
+        ),
+    output:
+        *report_outputs(
+            [
+                f"{RES}/audit_first_layer.csv",
+                f"{RES}/audit_control.csv",
+                f"{FIG}/audit_paper_model.png",
+                f"{FIG}/audit_paper_model.pdf",
+                f"{NB}/audit_paper_model.ipynb",
+            ],
+            "audit_paper_model",
+            AUDIT,
+            "Paper's model, final model",
+            "the exact final-model test on the paper's model and the DP-SGD control",
+        ),
+    log:
+        f"{NB_LOGS}/audit_paper_model.log",
+    params:
+        cmd=papermill("audit_paper_model", {**config["audit_paper_model"], "profile": PROFILE.name,
+                                            "records": f"{RES}/audit_first_layer_trials.jsonl"}),
+    conda:
+        ENV
+    shell:
+        "{params.cmd}"

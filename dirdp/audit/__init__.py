@@ -26,6 +26,10 @@ Dirichlet sample *and* of x: not post-processing. This package measures what tha
 - :mod:`dirdp.audit.canary`: :func:`canary_audit` runs the distinguishing audit on many trainings
   of a linear model with and without a canary (Algorithm 1, DP-SGD; the vectorised toy trainer
   :func:`train_linear_trials`), :func:`latent_audit` on LATENT's local-DP release.
+- :mod:`dirdp.audit.control`: the control with power, DP-SGD audited with the every-update likelihood-ratio test
+  (:func:`~dirdp.audit.control.dpsgd_control`) against its own epsilon (exact at q = 1, T = 1; PRV otherwise).
+- :mod:`dirdp.audit.first_layer`: the exact final-model test on the paper's Inception with BatchNorm (a zero record
+  never moves the bias-free first convolution nor the first running mean), each trial a real Algorithm-1 training.
 - :mod:`dirdp.audit.subspace`: the white-box subspace canary test (:func:`subspace_audit`) of Algorithm 1
   on the paper's own models: the update's residual outside the span of D's logit Jacobians.
 - :mod:`dirdp.audit.membership`: black-box membership inference (Yeom et al. 2018), AUC and TPR

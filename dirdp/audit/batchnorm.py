@@ -144,9 +144,17 @@ def running_stats_audit(model_fn, x: torch.Tensor, canary: torch.Tensor, *, tria
     lb, thr = audit_threshold(s0.clamp_min(1e-300).log10(), s1.clamp_min(1e-300).log10(), delta=delta)
     ceiling = epsilon_lower_bound(false_positives=0, n_negatives=lb.n_negatives, false_negatives=0,
                                   n_positives=lb.n_positives, delta=delta).epsilon
+    # exact: world 0's statistic is identically 0 (the auditor's recomputation of the same deterministic forward
+    # pass), so for S = {statistic != 0}, P_D'(S) = 0 while P_D(S) = 1 at q = 1 (the canary is in the one batch):
+    # no finite eps satisfies P_D(S) <= e^eps P_D'(S) + delta. Checked on every trial, not assumed.
+    p1 = float((s1 > 0).double().mean())
+    exact = math.inf if float(s0.max()) == 0.0 and p1 > delta else math.nan
     return dict(adjacency=adjacency, trials_per_world=trials, held_out_per_world=lb.n_negatives,
                 eps_lower_bound=lb.epsilon, ceiling=ceiling, fpr=lb.fpr, fnr=lb.fnr,
-                stat0_max=float(s0.max()), stat1_min=float(s1.min()), stat1_median=float(s1.median()))
+                stat0_max=float(s0.max()), stat1_min=float(s1.min()), stat1_median=float(s1.median()),
+                exact_bound=exact, world1_nonzero_fraction=p1,
+                exact_rests_on="P_D'(statistic != 0) = 0: world 0's statistics are recomputed exactly; "
+                               "P_D(statistic != 0) = 1 at q = 1: the canary is in the one batch")
 
 
 def channel_means(conv: nn.Module, x: torch.Tensor) -> torch.Tensor:

@@ -108,8 +108,10 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
     Gaussian noise ``noise_multiplier`` x C on every step, divided by q n). float64 throughout.
 
     Returns the test statistics per trial: ``final`` = ||(W_T - W_0) u|| (u = the canary direction;
-    what the released model shows), and ``sequence`` = max_t ||(W_t - W_{t-1}) u|| (what the
-    sequence of updates shows)."""
+    what the released model shows), ``sequence`` = max_t ||(W_t - W_{t-1}) u|| (what the
+    sequence of updates shows), and for DP-SGD ``likelihood``: the log-likelihood ratio of the updates' projections
+    on u under "the canary is in" against "it is not" (:func:`_update_llr`), the most powerful test of an adversary
+    who sees every update."""
     from dirdp.mechanism import dirichlet_nll
 
     kind = methods.audited(method)  # how the method steps (its spec): Dirichlet loss or clipped + noise
@@ -124,8 +126,13 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
     u = torch.cat([problem.direction, torch.zeros(1, dtype=x.dtype)])
     W = torch.zeros(trials, 10, d + 1, dtype=torch.float64)
     seq = torch.zeros(trials, dtype=torch.float64)
+    llr = torch.zeros(trials, dtype=torch.float64)
+    xb_c = torch.cat([problem.x_canary, torch.ones(1, dtype=x.dtype)])
     g = torch.Generator().manual_seed(seed)
     for _ in range(steps):
+        if kind == methods.CLIPPED:
+            shift = _canary_shift(W, xb_c, problem.y_canary, u, max_grad_norm=max_grad_norm,
+                                  noise_multiplier=noise_multiplier)
         pairs = torch.nonzero(torch.rand(trials, m, generator=g) < q)
         t_idx, r_idx = pairs[:, 0], pairs[:, 1]
         step = torch.zeros_like(W)
@@ -150,8 +157,34 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
             continue
         delta = -lr * step
         seq = torch.maximum(seq, (delta @ u).norm(dim=1))
+        if kind == methods.CLIPPED:
+            z = (delta @ u) * (-q * n_dprime / (lr * noise_multiplier * max_grad_norm))
+            llr += _update_llr(z, shift, q)
         W += delta
-    return dict(final=(W @ u).norm(dim=1), sequence=seq, weights=W)
+    return dict(final=(W @ u).norm(dim=1), sequence=seq, likelihood=llr, weights=W)
+
+
+def _canary_shift(W: torch.Tensor, xb_c: torch.Tensor, y_c: int, u: torch.Tensor, *, max_grad_norm: float,
+                  noise_multiplier: float) -> torch.Tensor:
+    """[trials, 10]: the mean of a DP-SGD update's projection on u, in units of its noise (sigma C), when the canary
+    is in the batch: its clipped gradient at the current W, (p - e_y) (x_c . u) min(1, C / ||g_c||), over sigma C.
+    Every record of D' contributes 0 to the projection (x . u = 0), so the auditor, who sees W, knows it exactly."""
+    e = torch.softmax(W @ xb_c, dim=1)
+    e[:, y_c] -= 1.0
+    norms = e.norm(dim=1) * xb_c.norm()
+    clip = (max_grad_norm / (norms + _CLIP_STABILISER)).clamp(max=1.0)
+    return e * (clip * float(xb_c @ u) / (noise_multiplier * max_grad_norm))[:, None]
+
+
+def _update_llr(z: torch.Tensor, shift: torch.Tensor, q: float) -> torch.Tensor:
+    """ln [ (1 - q) N(z; 0, I) + q N(z; shift, I) ] / N(z; 0, I) per trial: one update's projection z (noise units)
+    under "canary in" (sampled with probability q) against "canary out". Summed over the steps it is the
+    Neyman-Pearson statistic of the two worlds for an adversary who sees every update (each step's law given the
+    past is this mixture)."""
+    inner = (z * shift).sum(1) - 0.5 * (shift * shift).sum(1)
+    if q >= 1:
+        return inner
+    return torch.logaddexp(torch.full_like(inner, math.log1p(-q)), math.log(q) + inner)
 
 
 def never_sampled_bound(*, q: float, steps: int, delta: float) -> float:

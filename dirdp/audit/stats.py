@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from scipy import stats
 
@@ -81,17 +82,36 @@ def audit_threshold(stat_negative: torch.Tensor, stat_positive: torch.Tensor, *,
     values = torch.unique(torch.cat([neg_a, pos_a]))  # sorted
     # thresholds halfway between consecutive observed values (and beyond both ends)
     candidates = torch.cat([values[:1] - 1, (values[1:] + values[:-1]) / 2, values[-1:] + 1])
-    best, best_t = -1.0, float(candidates[-1])
-    for t in candidates.tolist():
-        lb = epsilon_lower_bound(false_positives=int((neg_a > t).sum()), n_negatives=len(neg_a),
-                                 false_negatives=int((pos_a <= t).sum()), n_positives=len(pos_a), delta=delta,
-                                 confidence=confidence).epsilon
-        if lb > best:
-            best, best_t = lb, t
+    best_t = float(candidates[int(_lower_bounds(neg_a, pos_a, candidates, delta, confidence).argmax())])
     held_out = epsilon_lower_bound(false_positives=int((neg_b > best_t).sum()), n_negatives=len(neg_b),
                                    false_negatives=int((pos_b <= best_t).sum()), n_positives=len(pos_b), delta=delta,
                                    confidence=confidence)
     return held_out, best_t
+
+
+def _lower_bounds(neg: torch.Tensor, pos: torch.Tensor, thresholds: torch.Tensor, delta: float,
+                  confidence: float) -> np.ndarray:
+    """:func:`epsilon_lower_bound`'s ``epsilon`` at every threshold at once ("positive" = above it), vectorised:
+    the same Clopper-Pearson limits and the same formula as one call per threshold."""
+    t = thresholds.double().numpy()
+    fp = len(neg) - np.searchsorted(np.sort(neg.double().numpy()), t, side="right")  # negatives above t
+    fn = np.searchsorted(np.sort(pos.double().numpy()), t, side="right")  # positives at or below t
+    a = 1 - confidence
+
+    def upper(k, n):
+        hi = np.ones(len(k))
+        inner = k < n
+        hi[inner] = stats.beta.ppf(1 - a / 2, k[inner] + 1, n - k[inner])
+        return hi
+
+    fpr, fnr = upper(fp, len(neg)), upper(fn, len(pos))
+    best = np.zeros(len(t))
+    with np.errstate(divide="ignore"):
+        for x, y in ((fpr, fnr), (fnr, fpr)):
+            ok = 1 - delta - y > 0
+            val = np.where(x > 0, np.log(np.where(ok, 1 - delta - y, 1.0) / np.where(x > 0, x, 1.0)), np.inf)
+            best = np.maximum(best, np.where(ok, val, 0.0))
+    return best
 
 
 def roc_at(scores_in: torch.Tensor, scores_out: torch.Tensor, *, fprs=(0.01, 0.001)) -> dict:

@@ -147,10 +147,12 @@ def batchnorm(src) -> str:
                  f"{r.median_batch_max_logit_change:.3g}", f"{r.median_batch_median_logit_change:.3g}",
                  f"{r.value:.2g}", f"{r.others_rdp_median:.2g}", f"{r.reference:.3g}"] for r in infl.itertuples()])
     stats = t[t.measure.str.startswith("running statistics")]
+    exact = stats["exact_bound"] if "exact_bound" in stats else pd.Series(math.nan, index=stats.index)
     b = _table(["test", "adjacency", "trials per world", "claim for this adjacency", "eps lower bound (95%)",
-                "most these trials can show", "verdict"],
+                "most these trials can show", "exact bound", "verdict"],
                [[r.measure, ADJ[r.adjacency], f"{r.trials:.0f}", f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})",
-                 _bold_if(r.value, r.matched_claim_eps), f"{r.ceiling:.2f}", r.verdict] for r in stats.itertuples()])
+                 _bold_if(r.value, r.matched_claim_eps), f"{r.ceiling:.2f}", _exact(x), r.verdict]
+                for r, x in zip(stats.itertuples(), exact)])
     mia = t[t.measure.str.startswith("last-batch")]
     acc = t[t.measure == "test accuracy"]
     c = _table(["measure", "model", "value", "statistic", "TPR at 1% FPR", "records"],
@@ -173,3 +175,36 @@ def _run_named(src, path: str, table: str) -> dict:
                           f"runs (found {len(found)}): rerun the notebook {table} for this profile, or restore that "
                           "run's JSON.")
     return found[0]
+
+
+def _exact(v) -> str:
+    """An exact bound as the tables print it: "unbounded" for inf, "-" where the audit computes none."""
+    v = float(v)
+    return "unbounded" if math.isinf(v) else ("-" if math.isnan(v) else f"{v:.1f}")
+
+
+def first_layer(src) -> str:
+    """The exact final-model test on the paper's Inception (results/<profile>/audit_first_layer.csv): one row per
+    width, neighbouring relation and statistic."""
+    t = src.csv("audit_first_layer")
+    return _table(["model", "q", "T", "adjacency", "the adversary says D when", "trials per world",
+                   "D' trials that moved (FP)", "D trials that did not (FN)", "eps lower bound (95%)",
+                   "most these trials can show", "exact bound", "claim for this adjacency", "canary sampled (median)",
+                   "CPU time", "verdict (trials)", "verdict (exact)"],
+                  [[_model(r.model), f"{r.q:.5f}", f"{r.T:,.0f}", ADJ[r.adjacency], r.statistic_is,
+                    f"{r.trials_per_world:.0f}", f"{r.false_positives:.0f}", f"{r.false_negatives:.0f}",
+                    _bold_if(r.eps_lower_bound, r.matched_claim_eps), f"{r.ceiling:.2f}", _exact(r.exact_bound),
+                    f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})", f"{r.canary_sampled_median:.0f}",
+                    f"{r.cpu_s_total / 60:.0f} min", r.verdict, r.verdict_exact] for r in t.itertuples()])
+
+
+def control(src) -> str:
+    """The control with power (results/<profile>/audit_control.csv): DP-SGD at the same claim, every update, the
+    likelihood-ratio test, beside DP-SGD's own epsilon."""
+    t = src.csv("audit_control")
+    return _table(["method (mechanism)", "q", "T", "claim (Opacus RDP)", "DP-SGD's own eps", "statistic",
+                   "eps lower bound (95%)", "FPR / FNR (held out)", "held-out trials per world", "verdict"],
+                  [[f"{METHOD(r.method)} ({r.mechanism})", f"{r.q:.5g}", f"{r.T:,.0f}",
+                    f"{r.claimed_eps:g} ({r.certified_eps:.4f})", f"{r.mechanism_eps:.3f} ({r.mechanism_eps_by})",
+                    "likelihood ratio, every update", f"{r.eps_lower_bound:.2f}", f"{r.fpr:.3g} / {r.fnr:.3g}",
+                    f"{r.held_out_per_world:,.0f}", r.verdict] for r in t.itertuples()])

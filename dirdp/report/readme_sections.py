@@ -255,4 +255,6 @@ def builders() -> dict:
         "audit-membership-learned": (audit.membership_learned, f"{r}/audit_released_models.csv, results/runs/{{p}}/"),
         "audit-subspace": (audit.subspace, f"{r}/audit_subspace.csv"),
         "audit-batchnorm": (audit.batchnorm, f"{r}/audit_batchnorm.csv"),
+        "audit-first-layer": (audit.first_layer, f"{r}/audit_first_layer.csv"),
+        "audit-control": (audit.control, f"{r}/audit_control.csv"),
     }
