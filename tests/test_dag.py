@@ -262,6 +262,31 @@ def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
     assert "-p results_dir results " not in proc.stdout and "-p figures_dir figures " not in proc.stdout
 
 
+def test_a_dry_run_lists_the_runs_the_profile_declares_that_it_does_not_train(tmp_path, tiny_root):
+    """Where the tables that read a run are on disk, Snakemake plans no train job for the run (a real run neither);
+    the dry run then lists every such run, one a line, and the command that trains them, which plans exactly them."""
+    work = copy_workflow(tmp_path / "clone", outputs=True)
+    gone = "results/runs/cpu/mnist/alg1_eps2_seed0.json"
+    (work / gone).unlink()
+    runs = Profile.load(REPO / "config/cpu.yaml").all_runs()
+    missing = sorted(p for p in runs if not (work / p).exists())
+    assert gone in missing
+    proc = snakemake("-n", "--configfile", "config/cpu.yaml", cwd=work, data=tiny_root)
+    assert "Nothing to be done" in proc.stdout + proc.stderr  # what -n plans is what a real run does: nothing
+    listed = [line.split("missing: ", 1)[1].split(" (")[0] for line in proc.stderr.splitlines()
+              if line.startswith("  missing: ")]
+    assert listed == missing, proc.stderr
+    assert f"dirdp: {len(missing)} run(s) of the 'cpu' profile have no result" in proc.stderr
+    how = next(line for line in proc.stderr.splitlines() if line.startswith("dirdp: to train them: "))
+    assert "bash scripts/campaign.sh start" in how
+    command = how.split("; or snakemake ", 1)[1].split(" (", 1)[0].split()
+    assert command[:4] == ["--cores", "all", "--configfile", "config/cpu.yaml"] and "--forcerun" in command
+    forced = snakemake("-n", "-q", "rules", *command, cwd=work, data=tiny_root)
+    jobs = job_counts(forced.stdout)
+    assert jobs["train"] == len(missing) and jobs["table2_mnist"] == 1 and jobs["index"] == 1
+    assert "missing: " not in forced.stderr  # every one is planned now
+
+
 def test_a_fresh_clone_plans_no_job_whatever_the_order_git_wrote_its_files(tmp_path, tiny_root):
     """A clone writes its files in any order, so an output can be older than its notebook or its runs; with the
     rerun triggers of profiles/default (no mtime) the committed results are up to date, while
