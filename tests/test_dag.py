@@ -193,8 +193,11 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     for obj in OBJECTS.values():
         assert f"results/smoke/{obj.name}.csv" in index
     assert "not run here" in index and "Table 6" in index and "Privacy audit" in index
-    top = (work / "results/README.md").read_text()  # the top index links every profile's index
-    assert "[`results/smoke/README.md`](smoke/README.md)" in top and "[`results/cpu/README.md`](cpu/README.md)" in top
+    # the top index links the committed profiles' indexes: the smoke profile's outputs are git-ignored, and running it
+    # leaves results/README.md as committed (a clone's `git status` stays clean)
+    top = (work / "results/README.md").read_text()
+    assert top == (REPO / "results/README.md").read_text()
+    assert "[`results/smoke/README.md`]" not in top and "[`results/cpu/README.md`](cpu/README.md)" in top
     audit_table, _ = provenance.read_csv(work / "results/smoke/audit_canary.csv")
     assert set(audit_table.method) == {"alg1", "dpsgd", "latent"}
     released, _ = provenance.read_csv(work / "results/smoke/audit_released_models.csv")
@@ -260,6 +263,15 @@ def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
     # the notebooks are told to write there
     assert f"-p results_dir results/{profile} -p figures_dir figures/{profile} " in proc.stdout
     assert "-p results_dir results " not in proc.stdout and "-p figures_dir figures " not in proc.stdout
+    # a profile whose results are not committed (quick: scripts/main.sh without a GPU) leaves a clone's `git status`
+    # clean: git ignores every file its DAG writes
+    from dirdp.report.index import LOCAL_PROFILES
+    if profile in LOCAL_PROFILES and (REPO / ".git").exists():
+        every = sorted({f for fs in files.values() for f in fs})
+        check = subprocess.run(["git", "check-ignore", "--no-index", "--stdin", "-v", "-n"], cwd=REPO, text=True,
+                               input="\n".join(every) + "\n", capture_output=True)
+        kept = [line.split("\t", 1)[1] for line in check.stdout.splitlines() if line.startswith("::")]
+        assert len(check.stdout.splitlines()) == len(every) and kept == [], kept
 
 
 def test_a_dry_run_lists_the_runs_the_profile_declares_that_it_does_not_train(tmp_path, tiny_root):
