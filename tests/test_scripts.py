@@ -101,3 +101,18 @@ def test_a_snakemake_option_is_checked_by_snakemakes_own_parser():
     assert problem(["--dry-rn"]) == "unrecognized arguments: --dry-rn"
     assert problem(["--cores"]) == "argument --cores/-c: expected one argument"
 
+
+def test_the_readme_tells_how_snakemake_gets_on_the_path_and_the_conda_route_installs_dirdp():
+    text = (REPO / "README.md").read_text()
+    run_it = text[text.index("## Run it"):text.index("What they take")]
+    for command in ("bash scripts/main.sh", "bash scripts/test.sh", "source .venv/bin/activate",
+                    "snakemake --cores all --resources gpu=1", "jupyter lab notebooks/explore_kappa.ipynb",
+                    "pytest --nbval-lax notebooks/"):
+        assert command in run_it, command
+    assert run_it.index("source .venv/bin/activate") < run_it.index("snakemake --cores all --resources gpu=1")
+    header = (REPO / "environment.yml").read_text().split("\nname:")[0]
+    conda = next(line.split("#", 1)[1].strip() for line in header.splitlines() if "conda env create" in line)
+    assert f"`{conda}`" in run_it  # the line environment.yml's header gives, pip install --no-deps -e . included
+    assert "pip install --no-deps -e ." in conda
+    # the notebook command is the one CI runs
+    assert "--nbval-lax notebooks/" in (REPO / "scripts/test.sh").read_text()
