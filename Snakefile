@@ -45,7 +45,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from dirdp import profile_schema
+from dirdp import profile_schema, snakemake_args
 
 # The profile: each --configfile with what it `extends:`, a later one over an earlier one, then the --config
 # overrides; every file and the overrides checked on their own (an error names its file and key), then the whole
@@ -56,7 +56,7 @@ from dirdp import profile_schema
 # Snakemake passes on to the jobs it starts elsewhere (a cluster node, with or without a GPU, runs the same profile).
 _configfiles = list(workflow.configfiles)
 if not _configfiles:
-    _default, _said = profile_schema.default_profile()
+    _default, _said = snakemake_args.default_profile()
     print(_said, file=sys.stderr)
     _configfiles = [_default]
     workflow.config_settings.configfiles.append(Path(_default).absolute())

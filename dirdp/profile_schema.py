@@ -17,7 +17,6 @@ silent default::
 from __future__ import annotations
 
 import difflib
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -146,37 +145,6 @@ def workflow_config(files, overrides: dict) -> dict:
     for path in dict.fromkeys(str(f) for f in files):
         config = _overlay(config, load(path))
     return _overlay(config, overrides)
-
-
-def profiles() -> list[str]:
-    """The profiles that ship: the name of each ``config/<name>.yaml`` but the schema, sorted."""
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p != SCHEMA_PATH)
-
-
-# Device nodes of a GPU that torch may drive (NVIDIA's; ROCm's /dev/kfd; WSL's /dev/dxg). Where none exists there is no
-# GPU, and the second or two that importing torch costs every Snakemake start is saved.
-GPU_NODES = ("/dev/nvidiactl", "/dev/nvidia0", "/dev/kfd", "/dev/dxg")
-
-
-def has_cuda_gpu() -> bool:
-    """Whether torch sees a CUDA GPU here (``torch.cuda.is_available()``), asked only where a GPU device node exists."""
-    if not any(os.path.exists(node) for node in GPU_NODES):
-        return False
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def default_profile(gpu: bool | None = None) -> tuple[str, str]:
-    """The profile a Snakemake command without ``--configfile`` runs, and the line that says so: the paper profile
-    where there is a CUDA GPU (``gpu``; None: :func:`has_cuda_gpu`), else the quick profile, whose whole DAG runs on
-    a CPU in minutes (the paper profile's full-width runs on a CPU would take weeks)."""
-    gpu = has_cuda_gpu() if gpu is None else gpu
-    name, why = ("paper", "a CUDA GPU is here") if gpu else ("quick", "no CUDA GPU here")
-    others = ", ".join(p for p in profiles() if p != name)
-    return (f"config/{name}.yaml",
-            f"dirdp: {why}: running the '{name}' profile (config/{name}.yaml); "
-            f"another: --configfile config/<name>.yaml ({others})")
 
 
 def _inherit(child: dict, parent: dict) -> dict:

@@ -72,7 +72,7 @@ def test_main_runs_the_dag_without_setup_noise_and_says_which_profile_it_chose(t
     assert "noise" not in out and "Traceback" not in out
     chosen = [line for line in out.splitlines() if line.startswith("dirdp: ") and "profile" in line]
     # on a machine without a CUDA GPU (this one, unless torch sees one) the quick profile, said in one line
-    from dirdp.profile_schema import has_cuda_gpu
+    from dirdp.snakemake_args import has_cuda_gpu
     name = "paper" if has_cuda_gpu() else "quick"
     assert chosen == [f"dirdp: {'a CUDA GPU is here' if name == 'paper' else 'no CUDA GPU here'}: running the "
                       f"'{name}' profile (config/{name}.yaml); another: --configfile config/<name>.yaml "
@@ -85,7 +85,7 @@ def test_main_runs_the_dag_without_setup_noise_and_says_which_profile_it_chose(t
 
 
 def test_the_default_profile_is_paper_only_with_a_gpu():
-    from dirdp.profile_schema import default_profile
+    from dirdp.snakemake_args import default_profile
 
     assert default_profile(gpu=True)[0] == "config/paper.yaml"
     path, said = default_profile(gpu=False)
