@@ -1,6 +1,7 @@
 """dirdp: every table and figure of Rao et al. (2026) that this artifact regenerates.
 
-    snakemake --cores all --resources gpu=1                                   # paper profile (default, GPU)
+    snakemake --cores all --resources gpu=1                                   # paper with a CUDA GPU, else quick
+    snakemake --cores all --resources gpu=1 --configfile config/paper.yaml    # paper profile (GPU), whatever is here
     snakemake --cores all --resources gpu=1 --configfile config/quick.yaml    # CPU-only machine, minutes
     snakemake --cores all --configfile config/cpu.yaml                        # paper protocol, reduced width
     snakemake --profile profiles/slurm                                        # paper profile on a SLURM cluster
@@ -26,7 +27,8 @@ fresh clone scrambles. So after editing a notebook or a dirdp source, rerun what
 A profile (config/<name>.yaml) declares every key config/schema.yaml requires, or says ``extends: <name>`` to
 take each key it leaves out from config/<name>.yaml (config/gpu.yaml: ``extends: paper``); a required key that
 is missing, or a key the schema does not know (a typo), stops the workflow before any job, naming the key and
-the file. Without --configfile the profile is config/paper.yaml. Where data sets the profile trains on are not
+the file. Without --configfile the profile is config/paper.yaml where torch sees a CUDA GPU, else config/quick.yaml
+(one line on stderr says which). Where data sets the profile trains on are not
 on disk, a dry run (-n) shows the plan and lists them; a real run stops before any job, listing them. The rules
 live in rules/, by topic:
 
@@ -39,19 +41,27 @@ live in rules/, by topic:
 """
 
 import sys
+from pathlib import Path
 
 from snakemake.utils import validate
 
-from dirdp import profile_schema
+from dirdp import profile_schema, snakemake_args
 
-# The profile: each --configfile (config/paper.yaml when none is given) with what it `extends:`, a later one over
-# an earlier one, then the --config overrides; every file and the overrides checked on their own (an error names
-# its file and key), then the whole (Snakemake's validate), against config/schema.yaml. No `configfile:` directive:
-# Snakemake would merge config/paper.yaml under every profile, so that a key a profile leaves out would be the
-# paper's without the profile saying so.
+# The profile: each --configfile with what it `extends:`, a later one over an earlier one, then the --config
+# overrides; every file and the overrides checked on their own (an error names its file and key), then the whole
+# (Snakemake's validate), against config/schema.yaml. No `configfile:` directive: Snakemake would merge that file
+# under every profile, so that a key a profile leaves out would be its without the profile saying so.
+# Without --configfile: config/paper.yaml where torch sees a CUDA GPU, else config/quick.yaml (a CPU, minutes, not the
+# paper profile's weeks), said in one line on stderr. The choice joins the command line's config files, which
+# Snakemake passes on to the jobs it starts elsewhere (a cluster node, with or without a GPU, runs the same profile).
+_configfiles = list(workflow.configfiles)
+if not _configfiles:
+    _default, _said = snakemake_args.default_profile()
+    print(_said, file=sys.stderr)
+    _configfiles = [_default]
+    workflow.config_settings.configfiles.append(Path(_default).absolute())
 try:
-    _config = profile_schema.workflow_config(workflow.configfiles or ["config/paper.yaml"],
-                                             dict(workflow.config_settings.config))
+    _config = profile_schema.workflow_config(_configfiles, dict(workflow.config_settings.config))
 except ValueError as _err:
     print(f"dirdp: {_err}", file=sys.stderr)
     sys.exit(2)

@@ -77,8 +77,9 @@ SPECS: dict[str, DatasetSpec] = {
                         "for s in ('train', 'test')]\"", "http://ufldl.stanford.edu/housenumbers/"),
     "dermamnist": DatasetSpec("dermamnist", 3, 28, 7, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5), ("train", "val", "test"),
                               ("medmnist/dermamnist.npz",),
-                              "python -c \"import medmnist; medmnist.DermaMNIST('train', root='<root>/medmnist', "
-                              "download=True)\"", "https://zenodo.org/"),
+                              "python -c \"import os, medmnist; os.makedirs('<root>/medmnist', exist_ok=True); "
+                              "medmnist.DermaMNIST('train', root='<root>/medmnist', download=True)\"",  # needs its root
+                              "https://zenodo.org/"),
 }
 
 

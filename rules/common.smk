@@ -132,6 +132,52 @@ def _missing_data_after_a_dry_run():
               file=sys.stderr)
 
 
+# Runs the profile declares that have no result, and that this command does not train. Snakemake plans a train job
+# only where something downstream of the run needs making (a missing table, a forced rule): where the tables that read
+# a run are on disk (made while the run was missing, which they show as a missing cell), "Nothing to be done" holds
+# for a dry run and a real run alike, and the run stays untrained. Both then list those runs (stderr), one a line, with
+# the commands that train them; nothing is trained without asking, and what -n plans is what a real run does.
+def untrained_runs(dag):
+    """result path -> the rules (but all) of the jobs that read it, for every run of the profile in ``dag`` whose
+    result is not on disk and whose train job is not planned."""
+    out = {}
+    for job in dag.jobs:
+        if job.rule.name == "train" and not dag.needrun(job) and not os.path.exists(job.output[0]):
+            out[str(job.output[0])] = sorted({j.rule.name for j in dag.depending[job] if j.rule.name != "all"})
+    return dict(sorted(out.items()))
+
+
+def untrained_runs_message(untrained, profile, configfiles):
+    """The lines that list ``untrained`` (:func:`untrained_runs`) and say how to train them: the campaign (one profile
+    file), or Snakemake forcing the rules that read them, which plans their train jobs and rebuilds everything
+    downstream of those rules (their tables, figures and the index)."""
+    files = [os.path.relpath(f) if os.path.isabs(f) else str(f) for f in configfiles]
+    readers = sorted({rule for rules in untrained.values() for rule in rules})
+    lines = [f"dirdp: {len(untrained)} run(s) of the '{profile}' profile have no result and are not trained by this "
+             "command (the tables on disk were made without them and show them as missing):"]
+    lines += [f"  missing: {path}" + (" (its checkpoint is there: training resumes from it)"
+                                      if os.path.exists(f"{path}.ckpt.pt") else "") for path in untrained]
+    ways = []
+    if len(files) == 1:
+        ways.append(("" if files[0] == "config/cpu.yaml" else f"CONFIG={files[0]} ") + "bash scripts/campaign.sh start"
+                    " (in the background, in the profile's order)")
+    ways.append("snakemake --cores all " + " ".join(f"--configfile {f}" for f in files)
+                + f" --forcerun {' '.join(readers)} (trains them here, then rebuilds what reads them; -n shows the plan)")
+    return "\n".join(lines + ["dirdp: to train them: " + "; or ".join(ways)])
+
+
+@atexit.register
+def _untrained_runs_after_planning():
+    from snakemake_interface_executor_plugins.settings import ExecMode
+
+    dag = workflow.dag
+    if dag is None or workflow.scheduler is None or workflow.exec_mode != ExecMode.DEFAULT:
+        return  # no plan was made (--list-rules, a lint, a report) or this is a job of a cluster
+    untrained = untrained_runs(dag)
+    if untrained:
+        print(untrained_runs_message(untrained, PROFILE.name, workflow.config_settings.configfiles), file=sys.stderr)
+
+
 onstart:
     if MISSING_DATA and not workflow.touch:
         print(f"dirdp: {MISSING_DATA}\nNo job was started (snakemake -n shows the plan).", file=sys.stderr)

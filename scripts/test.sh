@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test suite: set up ./.venv, then the unit tests, then every notebook under nbval.
+# The test suite: set up ./.venv (only when it is missing or stale: scripts/setup.sh), then the unit tests, then every
+# notebook under nbval.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -43,6 +43,44 @@ def copy_pages(tmp_path: Path, results: Path) -> Path:
     return tmp_path / "README.md"
 
 
+FAKE_PYTHON = """#!/bin/sh
+# a stand-in for .venv/bin/python: pip is recorded in .venv/pip-calls and answers with noise (exit $FAKE_PIP_RC);
+# anything else runs the test suite's interpreter
+if [ "$1" = "-m" ] && [ "$2" = "pip" ]; then
+  echo "$*" >> "$(dirname "$0")/../pip-calls"
+  echo "Requirement already satisfied: noise from pip"; echo "WARNING: noise from setuptools" >&2
+  exit "${{FAKE_PIP_RC:-0}}"
+fi
+exec "{python}" "$@"
+"""
+
+
+def script_sandbox(work: Path) -> Path:
+    """``work`` holding what scripts/setup.sh and scripts/main.sh read (the scripts, pyproject.toml, config/) and a
+    stand-in ``.venv``: its python runs this interpreter but answers ``-m pip`` with noise, recorded in
+    ``.venv/pip-calls``; its snakemake runs this interpreter's Snakemake. No stamp yet: the first setup "installs"."""
+    import sys
+
+    (work / "scripts").mkdir(parents=True, exist_ok=True)
+    for name in ("scripts/setup.sh", "scripts/main.sh", "pyproject.toml"):
+        shutil.copy2(REPO / name, work / name)
+    if not (work / "config").exists():
+        shutil.copytree(REPO / "config", work / "config")
+    bin_ = work / ".venv" / "bin"
+    bin_.mkdir(parents=True, exist_ok=True)
+    (bin_ / "python").write_text(FAKE_PYTHON.format(python=sys.executable))
+    (bin_ / "snakemake").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m snakemake "$@"\n')
+    for name in ("python", "snakemake"):
+        (bin_ / name).chmod(0o755)
+    return work
+
+
+def pip_calls(work: Path) -> list[str]:
+    """What the stand-in .venv of :func:`script_sandbox` was asked of pip, one call a line."""
+    calls = work / ".venv" / "pip-calls"
+    return calls.read_text().splitlines() if calls.exists() else []
+
+
 @pytest.fixture(scope="session")
 def mirror_root() -> Path:
     """``$DIRDP_DATA`` or ``../shared/datasets`` (CI sets the former to the latter)."""

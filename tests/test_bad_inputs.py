@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import write_idx
+from conftest import pip_calls, script_sandbox, write_idx
 
 REPO = Path(__file__).resolve().parents[1]
-ROW = re.compile(r"^\| `(?P<cmd>(?:python -m dirdp|snakemake) [^`]+)`(?: [^|]*)? \| (?P<rc>\d+) \| (?P<msg>.+) \|$")
+ROW = re.compile(r"^\| `(?P<cmd>(?:python -m dirdp|snakemake|(?:PROFILE=\S+ )?bash scripts/main\.sh) [^`]+)`(?: [^|]*)? "
+                 r"\| (?P<rc>\d+) \| (?P<msg>.+) \|$")
 
 
 def rows() -> list[tuple[str, int, str]]:
@@ -55,7 +56,7 @@ def places(tmp_path_factory) -> dict[str, Path]:
     (tmp / "e.json.ckpt.pt").write_bytes(b"")
     (tmp / "empty").mkdir()
     return dict(tmp=tmp, tiny=_tiny(tmp / "tiny"), gz=tmp / "gz", idx=tmp / "idx", afile=tmp / "afile",
-                result=tmp / "result.json", empty=tmp / "empty")
+                result=tmp / "result.json", empty=tmp / "empty", clone=script_sandbox(tmp / "clone"))
 
 
 def _message(stderr: str) -> str:
@@ -68,6 +69,7 @@ def test_the_table_has_every_kind_of_mistake():
     assert len(cmds) >= 25 and len(set(cmds)) == len(cmds)
     for sub in ("train", "rstar", "index", "readme", "bench"):
         assert any(cmd.startswith(f"python -m dirdp {sub} ") for cmd in cmds), sub
+    assert any(cmd.startswith("PROFILE=") for cmd in cmds) and any(cmd.startswith("bash scripts/main.sh -") for cmd in cmds)
 
 
 @pytest.mark.parametrize("cmd, rc, says", rows(), ids=[r[0][:60] for r in rows()])
@@ -75,7 +77,17 @@ def test_each_bad_input_gets_what_the_docs_say(cmd, rc, says, places, capsys, mo
     fill = {k: str(v) for k, v in places.items()}
     argv = [arg.format(**fill) for arg in cmd.split()]
     says = says.format(**fill)
-    if argv[0] == "snakemake":
+    if "scripts/main.sh" in cmd:  # in a copy whose .venv stands in for the real one (its pip only records calls)
+        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PROFILE")}
+        env.update(a.split("=", 1) for a in argv[:argv.index("bash")])
+        before = len(pip_calls(places["clone"]))
+        proc = subprocess.run(argv[argv.index("bash"):], cwd=places["clone"], capture_output=True, text=True,
+                              env=dict(env, PYTHONPATH=str(REPO)))
+        code, err = proc.returncode, proc.stderr
+        assert len(err.splitlines()) == 1, err  # one line, no usage block
+        if "PROFILE" in env:  # refused before the setup
+            assert len(pip_calls(places["clone"])) == before
+    elif argv[0] == "snakemake":
         env = dict(os.environ, DIRDP_DATA=fill["empty"])
         proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), *argv[1:]], capture_output=True,
                               text=True, cwd=REPO, env=env)
@@ -93,7 +105,8 @@ def test_each_bad_input_gets_what_the_docs_say(cmd, rc, says, places, capsys, mo
         err = capsys.readouterr().err
     assert "Traceback" not in err
     assert code == rc, err
-    line = _message(err) if argv[0] != "snakemake" else next((x for x in err.splitlines() if says.rstrip("…") in x), err)
+    line = (_message(err) if argv[0] == "python" else
+            next((x for x in err.splitlines() if says.rstrip("…") in x), err))
     if says.endswith("…"):
         assert line.startswith(says[:-1]) or says[:-1] in line, line
     else:

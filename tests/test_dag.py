@@ -193,8 +193,11 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     for obj in OBJECTS.values():
         assert f"results/smoke/{obj.name}.csv" in index
     assert "not run here" in index and "Table 6" in index and "Privacy audit" in index
-    top = (work / "results/README.md").read_text()  # the top index links every profile's index
-    assert "[`results/smoke/README.md`](smoke/README.md)" in top and "[`results/cpu/README.md`](cpu/README.md)" in top
+    # the top index links the committed profiles' indexes: the smoke profile's outputs are git-ignored, and running it
+    # leaves results/README.md as committed (a clone's `git status` stays clean)
+    top = (work / "results/README.md").read_text()
+    assert top == (REPO / "results/README.md").read_text()
+    assert "[`results/smoke/README.md`]" not in top and "[`results/cpu/README.md`](cpu/README.md)" in top
     audit_table, _ = provenance.read_csv(work / "results/smoke/audit_canary.csv")
     assert set(audit_table.method) == {"alg1", "dpsgd", "latent"}
     released, _ = provenance.read_csv(work / "results/smoke/audit_released_models.csv")
@@ -260,6 +263,40 @@ def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
     # the notebooks are told to write there
     assert f"-p results_dir results/{profile} -p figures_dir figures/{profile} " in proc.stdout
     assert "-p results_dir results " not in proc.stdout and "-p figures_dir figures " not in proc.stdout
+    # a profile whose results are not committed (quick: scripts/main.sh without a GPU) leaves a clone's `git status`
+    # clean: git ignores every file its DAG writes
+    from dirdp.report.index import LOCAL_PROFILES
+    if profile in LOCAL_PROFILES and (REPO / ".git").exists():
+        every = sorted({f for fs in files.values() for f in fs})
+        check = subprocess.run(["git", "check-ignore", "--no-index", "--stdin", "-v", "-n"], cwd=REPO, text=True,
+                               input="\n".join(every) + "\n", capture_output=True)
+        kept = [line.split("\t", 1)[1] for line in check.stdout.splitlines() if line.startswith("::")]
+        assert len(check.stdout.splitlines()) == len(every) and kept == [], kept
+
+
+def test_a_dry_run_lists_the_runs_the_profile_declares_that_it_does_not_train(tmp_path, tiny_root):
+    """Where the tables that read a run are on disk, Snakemake plans no train job for the run (a real run neither);
+    the dry run then lists every such run, one a line, and the command that trains them, which plans exactly them."""
+    work = copy_workflow(tmp_path / "clone", outputs=True)
+    gone = "results/runs/cpu/mnist/alg1_eps2_seed0.json"
+    (work / gone).unlink()
+    runs = Profile.load(REPO / "config/cpu.yaml").all_runs()
+    missing = sorted(p for p in runs if not (work / p).exists())
+    assert gone in missing
+    proc = snakemake("-n", "--configfile", "config/cpu.yaml", cwd=work, data=tiny_root)
+    assert "Nothing to be done" in proc.stdout + proc.stderr  # what -n plans is what a real run does: nothing
+    listed = [line.split("missing: ", 1)[1].split(" (")[0] for line in proc.stderr.splitlines()
+              if line.startswith("  missing: ")]
+    assert listed == missing, proc.stderr
+    assert f"dirdp: {len(missing)} run(s) of the 'cpu' profile have no result" in proc.stderr
+    how = next(line for line in proc.stderr.splitlines() if line.startswith("dirdp: to train them: "))
+    assert "bash scripts/campaign.sh start" in how
+    command = how.split("; or snakemake ", 1)[1].split(" (", 1)[0].split()
+    assert command[:4] == ["--cores", "all", "--configfile", "config/cpu.yaml"] and "--forcerun" in command
+    forced = snakemake("-n", "-q", "rules", *command, cwd=work, data=tiny_root)
+    jobs = job_counts(forced.stdout)
+    assert jobs["train"] == len(missing) and jobs["table2_mnist"] == 1 and jobs["index"] == 1
+    assert "missing: " not in forced.stderr  # every one is planned now
 
 
 def test_a_fresh_clone_plans_no_job_whatever_the_order_git_wrote_its_files(tmp_path, tiny_root):

@@ -228,3 +228,44 @@ def test_the_committed_timings_invent_no_measurement():
             assert "not measured" in row.source, row
         else:
             assert isinstance(row.source, str) and row.source.strip() and isinstance(row.processor, str), row
+
+
+def test_the_scope_block_says_what_is_not_run_here_why_and_how_and_follows_its_files(tmp_path):
+    """One row per paper object: the rows of its table run here, or none and the reason its table gives; the
+    commands that fetch the data sets of the objects not run and run them in the paper profile; the speed claim of
+    Section 4.2.5 beside each measured DP-SGD / Algorithm 1 step ratio on the Inception, with what it says."""
+    import json
+
+    from dirdp import data
+    from dirdp.provenance import read_csv, write_csv
+
+    results = copy_results(tmp_path)
+    text = readme.render(results, "cpu", {"scope"})["scope"][1]
+    assert "| Table 1 | CIFAR10 | none | not in the 'cpu' profile; its data set is not on this machine |" in text
+    assert "| Table 5 | SVHN | none |" in text and "| Table 3 | DermaMNIST | none |" in text
+    for name, title in (("table2_mnist", "Table 2 | MNIST"), ("table4_fashionmnist", "Table 4 | FashionMNIST")):
+        table, _ = read_csv(results / "cpu" / f"{name}.csv")
+        assert f"| {title} | {int((table.label == 'run here').sum())} | — |" in text
+    for name in ("cifar10", "dermamnist", "svhn"):
+        assert data.get_spec(name).fetch.replace("<root>", "data") in text
+    assert ("snakemake --cores all --resources gpu=1 --configfile config/paper.yaml --config "
+            "'datasets=[cifar10,dermamnist,svhn]'") in text
+    assert "| 2.00 (60 s / 30 s: ResNet-18 on CIFAR10, an epoch of 200 steps, GPU) |" in text
+
+    # the table follows the object CSVs: Table 2 without its rows run here says none, and why
+    table, prov = read_csv(results / "cpu" / "table2_mnist.csv")
+    write_csv(table[table.label != "run here"], results / "cpu" / "table2_mnist.csv", prov)
+    # and the speed rows follow the bench JSONs
+    path = results / "cpu" / "bench_baselines.json"
+    rec = json.loads(path.read_text())
+    row = next(r for r in rec["rows"] if r.get("dpsgd_s") and r["model"] == "inception")
+    row["dpsgd_over_algorithm1"] = 1.5
+    path.write_text(json.dumps(rec))
+    text = readme.render(results, "cpu", {"scope"})["scope"][1]
+    assert "| Table 2 | MNIST | none | not in the 'cpu' profile's grid |" in text
+    assert ("| **1.50** | Inception at 0.25x, batch 250 | 1 | cpu: Intel(R) Xeon(R) Processor | `bench_baselines.json` "
+            "| Algorithm 1 faster, by no more than the paper's ratio |") in text
+    row["dpsgd_over_algorithm1"] = 0.8
+    path.write_text(json.dumps(rec))
+    assert "| **0.80** |" in (text := readme.render(results, "cpu", {"scope"})["scope"][1])
+    assert "Algorithm 1 not faster |" in text

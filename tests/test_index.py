@@ -1,12 +1,17 @@
 """The results index counts and names every cell that was not run, baselines included."""
 
 import math
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from dirdp.report import index
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_missing_baseline_cells_are_counted_and_named():
@@ -67,14 +72,41 @@ def test_each_profile_has_its_own_index_and_the_top_index_links_them(tmp_path, m
     assert "[`results/README.md`](../README.md)" in text
     top = (tmp_path / "results/README.md").read_text()
     assert "[`results/cpu/README.md`](cpu/README.md)" in top and "[`figures/cpu/`](../figures/cpu/)" in top
-    assert "quick" not in top
+    assert "[`results/quick/README.md`]" not in top
     # another profile's index: its own folder; the cpu one is left as it was, the top index gains a row
     cpu_index = (cpu / "README.md").read_bytes()
-    _profile_folder(tmp_path, "quick")
-    index.write_index(results="results/quick", profile="quick", out="results/quick/README.md")
+    _profile_folder(tmp_path, "mine")
+    index.write_index(results="results/mine", profile="mine", out="results/mine/README.md")
     assert (cpu / "README.md").read_bytes() == cpu_index
     top = (tmp_path / "results/README.md").read_text()
-    assert "[`results/cpu/README.md`](cpu/README.md)" in top and "[`results/quick/README.md`](quick/README.md)" in top
+    assert "[`results/cpu/README.md`](cpu/README.md)" in top and "[`results/mine/README.md`](mine/README.md)" in top
+    # a profile whose outputs git ignores (quick: scripts/main.sh without a GPU) has its own index and leaves the top
+    # index as it was, not even rewritten: a clone's `git status` stays clean after running it
+    top_file = tmp_path / "results/README.md"
+    os.utime(top_file, (1_000_000_000, 1_000_000_000))
+    before = top_file.read_bytes()
+    for name in index.LOCAL_PROFILES:
+        _profile_folder(tmp_path, name)
+        index.write_index(results=f"results/{name}", profile=name, out=f"results/{name}/README.md")
+        assert (tmp_path / f"results/{name}/README.md").exists()
+    assert top_file.read_bytes() == before and top_file.stat().st_mtime == 1_000_000_000
+
+
+def test_git_ignores_the_outputs_of_the_profiles_the_top_index_leaves_out():
+    if subprocess.run(["git", "rev-parse"], cwd=REPO, capture_output=True).returncode != 0:
+        pytest.skip("not a git checkout")
+
+    def ignored(path: str) -> bool:
+        return subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO).returncode == 0
+
+    for name in index.LOCAL_PROFILES:
+        for path in (f"results/{name}/README.md", f"results/{name}/notebooks/table2_mnist.ipynb",
+                     f"results/runs/{name}/mnist/alg1_eps1_seed0.json", f"results/logs/{name}/index.log",
+                     f"figures/{name}/headline.png"):
+            assert ignored(path), path
+    for path in ("results/README.md", "results/cpu/README.md", "results/runs/cpu/mnist/alg1_eps1_seed0.json",
+                 "results/logs/cpu/index.log", "figures/cpu/headline.png", "results/runs/gpu/mnist/alg1_eps1_seed0.json"):
+        assert not ignored(path), path
 
 
 def test_the_cli_defaults_index_the_profile_folder_and_keep_the_top_index(tmp_path, monkeypatch):

@@ -64,7 +64,7 @@ def test_the_pages_have_the_blocks_the_results_need():
     # every builder has its block on one page, and no page has a block without a builder
     from dirdp.report.readme_sections import builders
     assert set(where) == set(builders()), set(where) ^ set(builders())
-    assert where["findings"] == where["timings"] == "README.md"
+    assert where["findings"] == where["timings"] == where["scope"] == "README.md"
     assert {where[n] for n in where if n.startswith("audit-")} == {"docs/audit.md"}
     assert all(body.strip() for found in have.values() for body in found.values())
 

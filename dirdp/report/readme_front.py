@@ -6,6 +6,7 @@ writes its row)."""
 from __future__ import annotations
 
 import re
+import textwrap
 
 import pandas as pd
 
@@ -52,6 +53,70 @@ def findings(src) -> str:
         out.append(f"| {object_name(r.object)} | {NAMES.get(r.dataset, r.dataset)} | {r.method} | "
                    f"{fmt_eps(float(r.eps))} | {width} | {acc(r.ours_mean, r.ours_std, int(r.n))} | {paper} | {diff} | "
                    f"{interval} | {'—' if _blank(r.verdict) else r.verdict} |")
+    return "\n".join(out)
+
+
+def _not_run_why(table: pd.DataFrame) -> str:
+    """Why an object's table has no row run here, as its CSV says: the reason of its first "not run here (...)"."""
+    for status in table.status.dropna():
+        m = re.match(r"not run here \((.*)\)$", str(status))
+        if m:
+            return m[1]
+    return "—"
+
+
+def scope(src) -> str:
+    """What of the paper is run here and what is not: one row per paper object (``OBJECTS``), its data set, how many
+    rows of its table (``<object>.csv``) were run here, and, for an object with none, the reason its table gives; then
+    the commands that fetch the data sets of those objects (``dirdp.data.SPECS``) and run them in the paper profile.
+    Then the speed claim of Section 4.2.5 (``dirdp.paper.EPOCH_SECONDS_*``) beside each per-step measurement of
+    DP-SGD against Algorithm 1 on the paper's Inception (``bench_baselines*.json``; an epoch is the same number of steps
+    for both, so the per-step ratio is the per-epoch one), with what the ratio says against the paper's."""
+    from dirdp import data, paper
+    from dirdp.experiments import OBJECTS
+
+    out = ["| paper object | data set | rows run here | why not here |", "|---|---|---|---|"]
+    absent = []
+    for name, obj in OBJECTS.items():
+        table = src.csv(name)
+        _columns(table, ["label", "status"], f"{src.folder}/{name}.csv")
+        n = int((table.label == "run here").sum())
+        if n == 0 and obj.dataset not in absent:
+            absent.append(obj.dataset)
+        out.append(f"| {obj.title} | {NAMES.get(obj.dataset, obj.dataset)} | {n if n else 'none'} | "
+                   f"{'—' if n else _not_run_why(table)} |")
+    if absent:
+        sets = ",".join(sorted(absent))
+        said = (f"Where the data can be fetched and a CUDA GPU is at hand, the objects on "
+                f"{', '.join(NAMES.get(d, d) for d in sorted(absent))} in the paper's protocol: fetch their data sets "
+                "into `./data` (the default data root), then run the paper profile on them.")
+        out += ["", *textwrap.wrap(said, 118), "", "```bash"]
+        out += [data.get_spec(d).fetch.replace("<root>", "data") for d in sorted(absent)]
+        out += [f"snakemake --cores all --resources gpu=1 --configfile config/paper.yaml --config 'datasets=[{sets}]'",
+                "```"]
+    ours, dpsgd = methods.label(methods.ALG1), methods.label(methods.DPSGD)
+    claimed = paper.EPOCH_SECONDS_DPSGD / paper.EPOCH_SECONDS_ALG1
+    out += ["", f"| claim (Section 4.2.5) | the paper: {dpsgd} / {ours}, an epoch | ours: {dpsgd} / {ours}, "
+            "a step | model (GroupNorm) | threads | processor | file | reading |", "|---|---|---|---|---|---|---|---|"]
+    found = sorted(src.folder.glob("bench_baselines*.json"))
+    if not found:
+        raise ReadmeError(f"{src.folder}: no bench_baselines*.json (python -m dirdp bench --baselines --json-out ...)")
+    first = True
+    for path in found:
+        rec = src.json(path.stem)
+        for r in (r for r in rec["rows"] if "dpsgd_s" in r and r["model"] == "inception"):
+            claim = ([f"{ours} trains an epoch about twice as fast as {dpsgd}",
+                      f"{claimed:.2f} ({paper.EPOCH_SECONDS_DPSGD:g} s / {paper.EPOCH_SECONDS_ALG1:g} s: "
+                      f"{paper.EPOCH_SETTING})"] if first else ["", ""])
+            ratio = r["dpsgd_over_algorithm1"]
+            reading = (f"{ours} faster by more than the paper's ratio" if round(ratio, 2) > round(claimed, 2) else
+                       f"{ours} faster, by no more than the paper's ratio" if ratio > 1 else f"{ours} not faster")
+            cells = claim + [f"**{ratio:.2f}**", f"Inception at {r['width']:g}x, batch {r['batch']}",
+                             str(r["threads"]), rec["provenance"]["device"], f"`{path.name}`", reading]
+            out.append("| " + " | ".join(cells) + " |")
+            first = False
+    if first:
+        raise ReadmeError(f"{src.folder}: no Inception row with DP-SGD in bench_baselines*.json")
     return "\n".join(out)
 
 

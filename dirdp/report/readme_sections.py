@@ -238,6 +238,7 @@ def builders() -> dict:
     r = "results/{p}"
     return {
         "findings": (front.findings, f"{r}/headline_cells.csv"),
+        "scope": (front.scope, f"{r}/table*.csv, {r}/fig*.csv, {r}/bench_baselines*.json, dirdp/paper.py"),
         "timings": (front.timings, "results/timings.csv"),
         "precision": (front.precision, f"{r}/precision_validation.csv, {r}/bench_sweep*.json"),
         "table7": (table7, f"{r}/table7.csv"),
