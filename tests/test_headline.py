@@ -230,6 +230,9 @@ def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_boun
     arrows = [line for line in right.get_lines() if line.get_marker() == ">"]
     assert len(arrows) == 2 + 2  # the two new rows' and the subspace test's two rows at q = 1
     assert all(line.get_xdata()[0] < right.get_xlim()[1] for line in arrows)
+    ticks = dict(zip((t.get_text() for t in right.get_xticklabels()), right.get_xticks()))
+    assert "∞" in ticks and all(line.get_xdata()[0] == ticks["∞"] for line in arrows)  # the arrows sit at "∞"
+    assert max(v for k, v in ticks.items() if k != "∞") * 1.5 < ticks["∞"]  # apart from the finite ticks
     ceilings = {round(float(line.get_xdata()[0]), 3) for line in right.get_lines()
                 if line.get_marker() == "|" and line.get_color() == "0.6"}
     assert {3.5, 3.2, 4.906} <= ceilings

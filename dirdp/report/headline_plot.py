@@ -31,7 +31,8 @@ AUDIT_NAMES = {"canary": "canary", "subspace": "subspace test, white box", "batc
 WITHIN, SHIFTED, OUTSIDE, NONE = "#009E73", "#0072B2", "#D55E00", "0.55"
 RED = "#D55E00"  # the right panel: a lower bound above the claim
 ZERO_AT = 0.15  # the right panel's log axis: where a lower bound of 0 (no bound found) sits
-INF_INSET = 1.3  # an infinite exact bound: an arrow this factor inside the axis' right end, pointing off it
+INF_GAP = 2.0  # an infinite exact bound: its arrow (and the tick "∞") this factor right of the finite values' room,
+INF_INSET = 1.3  # and this factor inside the axis' right end, pointing off it
 PAPERS_ADJACENCY = ("add", "add/replace", "replace/add")  # add/remove (Definition 2), or both alike: not named
 GAP = 0.9  # rows of space between two audits (their name sits in it)
 FONT = 10
@@ -165,24 +166,28 @@ def audit_rows(audit: pd.DataFrame) -> list[dict]:
     return out
 
 
-def _audit_xmax(rows: list[dict]) -> float:
-    """The right end of the right panel's log axis: room beyond every finite value drawn (at least 10)."""
+def _audit_x(rows: list[dict]) -> tuple[float, float | None]:
+    """The right panel's log axis: its right end (room beyond every finite value drawn, at least 10) and, where some
+    exact bound is infinite, where its arrow and the tick "∞" sit (further right, apart from the finite ticks)."""
     finite = [v for row in rows for v in [row["claim"], *(x for p in row["points"] for x in p[1:])]
               if isinstance(v, float) and math.isfinite(v)]
-    return max([10.0, *finite]) * 1.8
+    right = max([10.0, *finite]) * 1.8
+    if not any(math.isinf(e) for row in rows for _, _, e, _ in row["points"]):
+        return right, None
+    return right * INF_GAP * INF_INSET, right * INF_GAP
 
 
 def draw_audit(ax, audit: pd.DataFrame) -> None:
     """One row per audited model and setting (:func:`audit_rows`, any number): the claimed eps (black bar), the 95%
     lower bound (marker by what the adversary sees; red where it exceeds the claim, with a red line from the claim;
     grey otherwise, at "0" where the test found no bound), the trial ceiling (a light grey bar: the most the row's
-    held-out trials can certify) and the exact bound (hollow red circle; a red arrow at the axis' right end where it
-    is infinite), on a log axis with 0 at its left end; the audits apart, each named."""
+    held-out trials can certify) and the exact bound (hollow red circle; a red arrow pointing off the axis' right end,
+    at a tick "∞", where it is infinite), on a log axis with 0 at its left end; the audits apart, each named."""
     rows = audit_rows(audit)
-    xmax = _audit_xmax(rows)
+    xmax, inf_at = _audit_x(rows)
 
     def x(v: float) -> float:
-        return xmax if math.isinf(v) else max(v, ZERO_AT)
+        return (inf_at or xmax) if math.isinf(v) else max(v, ZERO_AT)
 
     y, ys, last = 0.0, [], None
     for row in rows[::-1]:  # bottom up; each audit named above its rows, a line between two
@@ -203,7 +208,7 @@ def draw_audit(ax, audit: pd.DataFrame) -> None:
         ax.plot(x(claim), y, "|", color="black", ms=13, mew=2.5, zorder=3)
         for exact in {e for _, _, e, _ in points if not math.isnan(e)}:  # the mechanism's, whoever looks
             if math.isinf(exact):  # no finite eps: an arrow pointing off the axis' right end
-                ax.plot(xmax / INF_INSET, y, ">", mfc="none", mec=RED, ms=9, mew=1.6, zorder=4)
+                ax.plot(inf_at, y, ">", mfc="none", mec=RED, ms=9, mew=1.6, zorder=4)
             else:
                 ax.plot(exact, y, "o", mfc="none", mec=RED, ms=8, mew=1.4)
         for ceiling in {c for _, _, _, c in points if not math.isnan(c)}:  # the most these trials can certify,
@@ -216,8 +221,9 @@ def draw_audit(ax, audit: pd.DataFrame) -> None:
             ax.plot(x(lb), y + dy, SEES_MARKER.get(sees, "^"), color=RED if above else "0.45", ms=6, zorder=4)
     ax.set_yticks(ys, [row["label"] for row in rows], fontsize=FONT)
     ax.set_xscale("log")
-    ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 1000) if t < xmax / INF_INSET / 1.3]
-    ax.set_xticks([ZERO_AT, *ticks], ["0", *(f"{t:g}" for t in ticks)], fontsize=FONT)
+    ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 1000) if t < (inf_at / INF_GAP if inf_at else xmax) / 1.3]
+    ax.set_xticks([ZERO_AT, *ticks, *([inf_at] if inf_at else [])],
+                  ["0", *(f"{t:g}" for t in ticks), *(["∞"] if inf_at else [])], fontsize=FONT)
     ax.minorticks_off()
     ax.set_xlim(ZERO_AT / 1.5, xmax)
     ax.set_ylim(-0.7, (max(ys) if ys else 0) + 1.0)
@@ -266,7 +272,7 @@ def _audit_legend(audit: pd.DataFrame) -> list:
                        label=f"{LEVEL:.0%} lower bound, sees {s}")
                 for s in SEES_MARKER if s in sees]
     handles += [Line2D([], [], marker="s", color=RED, ls="-", lw=2, ms=6, alpha=0.8,
-                       label="red: above the claim (broken)"),
+                       label="red: above the claim (violated)"),
                 Line2D([], [], marker="s", color="0.45", ls="none", ms=6,
                        label="grey: not above; at 0: none found")]
     if ceilings:
