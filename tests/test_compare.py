@@ -97,3 +97,13 @@ def test_welch_interval_of_samples_matches_scipy():
     with pytest.raises(ValueError, match="n >= 2"):
         compare.welch_from_stats(1.0, 0.1, 1, 1.0, 0.1, 5)
     assert math.isinf(compare.welch_from_stats(1.0, 0.0, 3, 1.0, 0.0, 5)["df"])
+
+
+def test_an_interval_is_named_for_what_it_is():
+    one = compare.estimate(99.13, None, 1, 99.40, 0.058)
+    three = compare.estimate(86.69, 2.81, 3, 91.13, 0.18)
+    none = compare.estimate(99.5, None, 1, 99.51, None)
+    assert compare.interval_name(one["interval"]) == "95% prediction interval (n = 1, the paper's spread)"
+    assert compare.interval_name(three["interval"]) == "95% CI, Welch (df = 2.0)"
+    assert compare.interval_name(none["interval"]) == "none (the paper prints no spread)"
+    assert compare.interval_name(None) == compare.interval_name(float("nan")) == ""

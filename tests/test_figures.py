@@ -84,3 +84,46 @@ def test_the_committed_index_links_every_figure_of_its_profile():
     assert "headline.png" in pngs
     missing = [name for name in pngs if f"](../../figures/cpu/{name})" not in text]
     assert not missing, f"results/cpu/README.md does not link {missing}"
+
+
+def test_the_training_curves_are_one_line_per_cell_with_a_label_in_words():
+    from dirdp.report import runs
+
+    curves = runs.curves(REPO / "results" / "runs" / "cpu" / "mnist")
+    cells = runs.curve_cells(curves)
+    keys = cells.drop_duplicates(runs.CELL)
+    # three seeds of one cell are one line; every run is in exactly one
+    assert len(keys) < curves.run.nunique()
+    assert keys.seeds.str.split().str.len().sum() == curves.run.nunique()
+    three = keys[(keys.method == "alg1") & (keys.eps == 1.0) & (keys.width == 0.25) & (keys.precision == "fp32")
+                 & (keys.norm == "batch")]
+    assert list(three.seeds) == ["0 1 2"]
+    c = cells[(cells[runs.CELL] == three[runs.CELL].iloc[0]).all(axis=1)]
+    assert (c.lo <= c["mean"]).all() and (c["mean"] <= c.hi).all() and (c.n == 3).all()
+    assert c["final"].iloc[0] == c.sort_values("step")["mean"].iloc[-1]
+    labels = {runs.cell_label(r.method, r.eps, r.width, r.norm, r.precision, r.protocol) for r in keys.itertuples()}
+    assert {"Alg. 1, ε = 1, 1x, bf16", "Alg. 1, ε = 1, 0.25x, GroupNorm", "Alg. 1, ε = inf, 0.25x",
+            "LATENT, ε = 0.5", "Tempered sigmoid DP-SGD, ε = 2"} <= labels
+    assert not [label for label in labels if "_" in label or "seed" in label]  # no file tags
+    assert runs.cell_label("alg1", 2.0, 0.5, "batch", "fp32", "paper protocol", method_shown=False) == "ε = 2, 0.5x"
+    assert runs.curve_cells(curves[:0]).empty
+
+
+def test_the_baselines_panel_dodges_each_methods_lines_and_leaves_a_lone_line_at_its_eps():
+    table, _ = provenance.read_csv(REPO / "results" / "cpu" / "baselines_comparison.csv")
+    table = table[table.object == "table2_mnist"]
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    report.draw_accuracy(ax, get_object("table2_mnist"), table, dodge=1.12, dodge_within_method=True)
+    fig.canvas.draw()
+    by_label = {c.get_label(): np.asarray(c.lines[0].get_xdata(), dtype=float) for c in ax.containers}  # ours
+    latent = next(x for label, x in by_label.items() if label.startswith("LATENT (run here"))
+    assert np.allclose(latent, [0.5, 1.0, 2.0])  # one line: at its own eps
+    alg1 = [x for label, x in by_label.items() if label.startswith("Algorithm 1 (run here")]
+    at_one = sorted(float(x[np.argmin(abs(np.log(x)))]) for x in alg1)
+    assert len(at_one) == 4 and all(b / a > 1.1 for a, b in zip(at_one, at_one[1:]))  # four lines, 12% apart
+    points = _points(ax)
+    markers = [(round(x / 8), round(y / 8)) for x, y in points]  # 8-pixel cells: no two markers in one
+    assert len(set(markers)) == len(markers)
+    plt.close(fig)

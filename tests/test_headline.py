@@ -122,3 +122,119 @@ def test_the_figure_keeps_points_in_their_axes_and_legends_outside(tmp_path):
         assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in (left, right))
     empty = headline_plot.draw_headline(headline.headline_cells([]), headline.audit_points(tmp_path / "none"))
     assert [t.get_text() for t in empty.axes[0].texts] == ["no paper cell run here yet"]
+
+
+def test_each_verdict_has_its_own_colour_and_no_width_of_ours_takes_the_papers_marker():
+    colours = [headline_plot.verdict_colour(v) for v in (
+        "within 1 point of the paper", "below the paper, within 1 point", "above the paper, within 1 point",
+        "below the paper", "above the paper", "undecided (n = 3)", "no verdict (n = 1)", None)]
+    within, below_within, above_within, below, above, undecided, one_run, none = colours
+    assert len({within, below_within, below, undecided}) == 4  # four outcomes, four colours
+    assert below_within == above_within and below == above and undecided == one_run == none
+    assert headline_plot.PAPER_MARKER not in {headline_plot.width_marker(w) for w in (1.0, 0.5, 0.25, 0.125)}
+
+
+def _cells():
+    from dirdp.report.objects import COLUMNS
+
+    return headline.headline_cells([pd.DataFrame([
+        _row(),
+        _row(eps=2.0, width=1.0, precision="bf16", mean=90.97, std=0.53, n=3, diff=-0.16, ci_low=-0.5,
+             ci_high=0.4, interval="Welch (df = 2.3)", verdict="within 1 point of the paper"),
+        _row(eps=1.0, width=0.5, n=1, std=None, diff=-0.73, ci_low=-1.277, ci_high=-0.183,
+             interval="paper spread only (n = 1)", verdict="no verdict (n = 1)"),
+        _row(eps=math.inf, n=1, std=None, paper_std=None, diff=-2.55, ci_low=None, ci_high=None,
+             interval="none (the paper prints no spread)", verdict=None),
+    ]).reindex(columns=COLUMNS)])
+
+
+def _marker_lines(ax):
+    return [line for line in ax.get_lines() if line.get_marker() not in ("None", None, "", "|", "<", ">")]
+
+
+def test_the_legend_says_what_hollow_dashed_and_every_colour_mean():
+    fig = headline_plot.draw_headline(_cells(), headline.audit_points(CPU))
+    texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert any("hollow" in t and "bf16" in t for t in texts)
+    assert any("prediction interval" in t and "n = 1" in t for t in texts)
+    assert any("confidence interval" in t or "CI" in t for t in texts)
+    left = fig.legends[0]
+    patches = [(p.get_facecolor(), t.get_text()) for p, t in zip(left.get_patches(), left.get_texts()[-4:])]
+    assert len({c for c, _ in patches}) == 4  # one colour per verdict, each named
+    assert any("trial ceiling" in t for t in texts) and any("at 0" in t and "no" in t for t in texts)
+    # hollow markers (bf16) drawn for the bf16 row, filled for the others
+    left_ax = fig.axes[0]
+    faces = [line.get_markerfacecolor() for line in _marker_lines(left_ax) if line.get_markersize() == headline_plot.MS]
+    assert sum(f == "white" for f in faces) == 1 and len(faces) == 4
+
+
+def test_one_run_draws_its_prediction_interval_dashed_and_n_clear_of_its_marker():
+    fig = headline_plot.draw_headline(_cells(), headline.audit_points(CPU))
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    styles = [coll.get_linestyle()[0] for coll in ax.collections if hasattr(coll, "get_segments")
+              and len(coll.get_segments()) == 1 and coll.get_segments()[0][0][1] == coll.get_segments()[0][1][1]]
+    dashed = [s for s in styles if s[1] is not None]
+    assert len(dashed) == 1  # the n = 1 row's interval, and none of the n = 3 rows'
+    renderer = fig.canvas.get_renderer()
+    radius = headline_plot.MS / 2 * fig.dpi / 72
+    markers = {round(float(line.get_ydata()[0]), 3): ax.transData.transform((line.get_xdata()[0], line.get_ydata()[0]))
+               for line in _marker_lines(ax) if line.get_markersize() == headline_plot.MS}
+    labels = [t for t in ax.texts if t.get_text().startswith("n=")]
+    assert len(labels) == 4
+    for t in labels:
+        x, y = markers[round(float(t.xy[1]), 3)]
+        box = t.get_window_extent(renderer)
+        assert box.x0 >= x + radius, t.get_text()  # the label starts right of the marker's edge
+
+
+def _more_audit_rows(tmp_path: Path) -> Path:
+    """The committed audit CSVs with rows a later audit adds: final-model canary rows of the paper's Inception at
+    1x and 0.25x, with a ``ceiling`` column (blank for the rows made before it) and an exact bound written
+    "unbounded" or inf."""
+    for name in ("audit_subspace.csv", "audit_batchnorm.csv"):
+        shutil.copy(CPU / name, tmp_path / name)
+    t, prov = provenance.read_csv(CPU / "audit_canary.csv")
+    new = t[(t.method == "alg1") & (t.statistic == "final")].head(2).copy()
+    new["model"] = ["inception w=1 (BatchNorm)", "inception w=0.25 (BatchNorm)"]
+    new["eps_exact_bound"] = ["unbounded", "inf"]
+    new["eps_lower_bound"] = [2.0, 3.0]
+    new["ceiling"] = [3.5, 3.2]
+    out = pd.concat([t.assign(ceiling=""), new], ignore_index=True)
+    out["eps_exact_bound"] = out.eps_exact_bound.astype(str).replace("nan", "")
+    provenance.write_csv(out, tmp_path / "audit_canary.csv", prov)
+    return tmp_path
+
+
+def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_bounds(tmp_path):
+    committed = headline.audit_points(CPU)
+    canary = committed[committed.audit == "canary"]
+    # 500 held-out trials per world cap every canary bound: the ceiling, from held_out_per_world where the CSV has
+    # no ceiling column (delta = 0 for LATENT's local guarantee, 1e-5 for the others)
+    assert canary.ceiling.notna().all() and (canary.eps_lower_bound <= canary.ceiling + 1e-9).all()
+    assert canary.ceiling.round(3).isin([4.906]).all()
+    sub = committed[committed.audit == "subspace"]
+    assert sub.ceiling.notna().all()  # audit_subspace.csv's own column
+
+    audit = headline.audit_points(_more_audit_rows(tmp_path))
+    added = audit[(audit.audit == "canary") & audit.model.str.startswith("inception w=")]
+    assert list(added.ceiling) == [3.5, 3.2] and added.eps_exact_bound.map(math.isinf).all()
+    rows = headline_plot.audit_rows(audit)
+    assert len(rows) == len(headline_plot.audit_rows(committed)) + 2
+    fig = headline_plot.draw_headline(_cells(), audit)
+    fig.canvas.draw()
+    right = fig.axes[1]
+    assert _points_inside(right)
+    labels = [t.get_text() for t in right.get_yticklabels()]
+    assert any("Inception 1x" in t for t in labels) and any("Inception 0.25x" in t for t in labels)
+    arrows = [line for line in right.get_lines() if line.get_marker() == ">"]
+    assert len(arrows) == 2 + 2  # the two new rows' and the subspace test's two rows at q = 1
+    assert all(line.get_xdata()[0] < right.get_xlim()[1] for line in arrows)
+    ticks = dict(zip((t.get_text() for t in right.get_xticklabels()), right.get_xticks()))
+    assert "∞" in ticks and all(line.get_xdata()[0] == ticks["∞"] for line in arrows)  # the arrows sit at "∞"
+    assert max(v for k, v in ticks.items() if k != "∞") * 1.5 < ticks["∞"]  # apart from the finite ticks
+    ceilings = {round(float(line.get_xdata()[0]), 3) for line in right.get_lines()
+                if line.get_marker() == "|" and line.get_color() == "0.6"}
+    assert {3.5, 3.2, 4.906} <= ceilings
+    texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
+    assert any("∞" in t for t in texts)

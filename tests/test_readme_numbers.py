@@ -414,3 +414,20 @@ def test_the_membership_prose_says_which_released_models_show_a_signal_and_that_
     said = (alg1["dataset"] == "fashionmnist") & alg1["width"].isin([0.5, 1.0])
     assert said.any() and (~said).any()
     assert (signal == said).all(), alg1.loc[signal != said, ["run", "auc_minus_null_ci_low"]]
+
+
+def test_the_findings_table_calls_one_runs_interval_a_prediction_interval(tmp_path):
+    """n = 1 rows carry the paper-spread interval, a prediction interval, not a confidence interval: the header says
+    "95% interval" and each row's interval column says which."""
+    from dirdp.provenance import read_csv
+
+    results = copy_results(tmp_path)
+    block = readme.render(results, "cpu", {"findings"})["findings"][1]
+    header, _, *rows = block.splitlines()
+    assert "[95% interval]" in header and "CI]" not in header
+    cells, _ = read_csv(results / "cpu" / "headline_cells.csv")
+    assert len(rows) == len(cells)
+    for row, n in zip(rows, cells["n"]):
+        interval = row.split(" | ")[-2]
+        if "[" in row.split(" | ")[-3]:  # the row prints an interval
+            assert ("prediction interval" in interval) == (n == 1) and ("CI" in interval) == (n >= 2), row

@@ -108,6 +108,22 @@ def estimate(mean: float, std: float | None, n: int, paper: float | None, paper_
                 verdict=verdict(ci["lo"], ci["hi"], n))
 
 
+def interval_name(interval) -> str:
+    """What a row's ``interval`` (as :func:`diff_interval` names it, in every CSV) is, for a reader: "95% CI,
+    Welch (df = ...)" for a mean over n >= 2 seeds; for one run (:data:`PAPER_SPREAD_ONLY`) "95% prediction
+    interval (n = 1, the paper's spread)": not a confidence interval of ours - paper, the range one more run with
+    the paper's spread would fall in. Anything else (none, "none (the paper prints no spread)") as it is; "" for
+    none."""
+    if interval is None or (isinstance(interval, float) and math.isnan(interval)):
+        return ""
+    text = str(interval)
+    if text == PAPER_SPREAD_ONLY:
+        return f"{LEVEL:.0%} prediction interval (n = 1, the paper's spread)"
+    if text.startswith("Welch"):
+        return f"{LEVEL:.0%} CI, {text}"
+    return text
+
+
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 

@@ -10,6 +10,7 @@ audit CSVs; a row with no finite claim for its own neighbouring relation is left
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -21,7 +22,7 @@ from dirdp.report.objects import paper_model
 CELL_COLUMNS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
                 "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "verdict"]
 AUDIT_COLUMNS = ["audit", "method", "model", "setting", "q", "T", "adjacency", "adversary_sees", "claimed_eps",
-                 "eps_lower_bound", "eps_exact_bound", "source"]
+                 "eps_lower_bound", "eps_exact_bound", "ceiling", "source"]
 SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics
 
 
@@ -47,12 +48,46 @@ def _claim(t: pd.DataFrame, fallback: str) -> pd.Series:
     return pd.to_numeric(col, errors="coerce").fillna(math.inf)
 
 
+INFINITE = ("inf", "+inf", "infinity", "unbounded", "∞")  # how a CSV may spell an infinite bound
+
+
+def _number(col) -> pd.Series:
+    """A column of bounds as floats: inf where it says so in words (:data:`INFINITE`), NaN where it is empty."""
+    col = pd.Series(col)
+    words = col.map(lambda v: isinstance(v, str) and v.strip().lower() in INFINITE)
+    return pd.to_numeric(col.where(~words, math.inf), errors="coerce")
+
+
+def _delta(guarantee) -> float:
+    """The delta of a canary row's ``guarantee`` ("central (1, 1e-05)-DP": 1e-05; "local 1-DP per record": 0)."""
+    m = re.search(r"\(\s*[^,()]+,\s*([^()]+?)\s*\)-DP", str(guarantee))
+    return float(m[1]) if m else 0.0
+
+
+def _ceiling(t: pd.DataFrame) -> pd.Series:
+    """Each audit row's trial ceiling, the largest lower bound its held-out trials can certify (no error on them), in
+    the rows' order: the CSV's ``ceiling`` where it has one for the row, else from its ``held_out_per_world`` (with
+    the delta of its ``guarantee``, at its ``confidence``), else NaN (not known)."""
+    out = (_number(t["ceiling"]) if "ceiling" in t else pd.Series(math.nan, index=t.index)).tolist()
+    if "held_out_per_world" in t:
+        from dirdp.audit.stats import epsilon_lower_bound  # torch: only where a ceiling is computed
+
+        for i, (_, r) in enumerate(t.iterrows()):
+            n = r["held_out_per_world"]
+            if math.isnan(out[i]) and not pd.isna(n):
+                out[i] = epsilon_lower_bound(false_positives=0, n_negatives=int(n), false_negatives=0,
+                                             n_positives=int(n), delta=_delta(r.get("guarantee")),
+                                             confidence=float(r.get("confidence", 0.95))).epsilon
+    return pd.Series(out, dtype=float)
+
+
 def audit_points(results: str | Path) -> pd.DataFrame:
     """The audited models of ``results`` (audit_canary.csv, audit_subspace.csv, audit_batchnorm.csv, those that
     exist), one row per model, setting and adversary: claimed eps, 95% lower bound, and the exact bound where the
-    audit computes one for the mechanism (Algorithm 1's never-sampled bound: NaN for the others; inf: no finite eps).
-    Rows alike but for their adjacency are one row (adjacency "add/replace"); rows with no finite claim are left
-    out. Columns: :data:`AUDIT_COLUMNS`."""
+    audit computes one for the mechanism (Algorithm 1's never-sampled bound: NaN for the others; inf, or a word of
+    :data:`INFINITE` in the CSV: no finite eps), and the trial ceiling (:func:`_ceiling`: NaN where the CSV gives no
+    way to know it). Any number of rows per CSV; rows alike but for their adjacency are one row (adjacency
+    "add/replace"); rows with no finite claim are left out. Columns: :data:`AUDIT_COLUMNS`."""
     results = Path(results)
     parts = []
     if (path := results / "audit_canary.csv").exists():
@@ -62,16 +97,18 @@ def audit_points(results: str | Path) -> pd.DataFrame:
                    for m, q, n in zip(t.method, t.q, t["T"])]
         parts.append(pd.DataFrame(dict(audit="canary", method=t.method, model=t.model, setting=setting, q=t.q, T=t["T"],
                                        adjacency=t["adjacency"] if "adjacency" in t else "add", adversary_sees=sees,
-                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=t.eps_lower_bound,
-                                       eps_exact_bound=t.eps_exact_bound, source=path.name)))
+                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
+                                       eps_exact_bound=_number(t.eps_exact_bound), ceiling=_ceiling(t).values,
+                                       source=path.name)))
     if (path := results / "audit_subspace.csv").exists():
         t, _ = provenance.read_csv(path)
         model = t.model.str.split(" (", regex=False).str[0]  # "papernot_cnn w=1 (tanh, ...)": its name and width
         parts.append(pd.DataFrame(dict(audit="subspace", method=t.method, model=model, setting=t.setting, q=t.q,
                                        T=t["T"], adjacency=t.adjacency,
                                        adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "every update",
-                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=t.eps_lower_bound,
-                                       eps_exact_bound=t.exact_bound.where(t.method.map(methods.is_ours)), source=path.name)))
+                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
+                                       eps_exact_bound=_number(t.exact_bound).where(t.method.map(methods.is_ours)),
+                                       ceiling=_ceiling(t).values, source=path.name)))
     if (path := results / "audit_batchnorm.csv").exists():
         t, _ = provenance.read_csv(path)
         t = t[t.measure.str.startswith("running statistics")]
@@ -79,8 +116,8 @@ def audit_points(results: str | Path) -> pd.DataFrame:
         parts.append(pd.DataFrame(dict(audit="batchnorm", method=methods.ALG1, model=model,
                                        setting="one step, q = 1", q=1.0, T=1, adjacency=t.adjacency,
                                        adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "final model",
-                                       claimed_eps=_claim(t, "reference"), eps_lower_bound=t.value,
-                                       eps_exact_bound=math.nan, source=path.name)))
+                                       claimed_eps=_claim(t, "reference"), eps_lower_bound=_number(t.value),
+                                       eps_exact_bound=math.nan, ceiling=_ceiling(t).values, source=path.name)))
     if not parts:
         return pd.DataFrame(columns=AUDIT_COLUMNS)
     out = pd.concat(parts, ignore_index=True)

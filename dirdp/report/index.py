@@ -17,7 +17,7 @@ import pandas as pd
 from dirdp import provenance
 from dirdp.experiments import OBJECTS
 from dirdp.protocol import fmt_eps, parse_eps
-from dirdp.report.compare import LEVEL, MARGIN, ONE_RUN, PAPER_SPREAD_ONLY
+from dirdp.report.compare import LEVEL, MARGIN, ONE_RUN, PAPER_SPREAD_ONLY, interval_name
 from dirdp.report.index_audit import audit_rows
 from dirdp.report.index_figures import figure_lines
 from dirdp.report.runs import read_run, run_files
@@ -29,10 +29,11 @@ Profile: **{profile}** (`config/{profile}.yaml`); its results are in `results/{p
 `figures/{profile}/`; code: `{commit}`. The other profiles made here: [`results/README.md`](../README.md).
 
 Every object of the paper, the command that regenerates it, our numbers beside the paper's (one row per cell,
-model width and precision; mean ± std over our n seeds), and ours - paper with its {level:g}% confidence interval:
-Welch's for a mean over n >= 2 seeds (both spreads), and for one run (n = 1) the paper's spread only (*{spread_only}*:
-the interval one more run with the paper's spread would fall in). The status of a mean over n >= 2 seeds is the
-verdict of its interval against a margin of {margin:g} accuracy point: *within {margin:g} point of the paper* (the
+model width and precision; mean ± std over our n seeds), and ours - paper with its {level:g}% interval (the column
+*interval* names which): for a mean over n >= 2 seeds Welch's confidence interval (both spreads), and for one run
+(n = 1) a prediction interval from the paper's spread only (*{spread_only}* in the CSVs: the range one more run
+with the paper's spread would fall in, not a confidence interval of the difference). The status of a mean over
+n >= 2 seeds is the verdict of its interval against a margin of {margin:g} accuracy point: *within {margin:g} point of the paper* (the
 whole interval within ±{margin:g}), *below the paper* or *above the paper* (it excludes 0 on that side; both: *below
 the paper, within {margin:g} point*), or *undecided (n = ...)* (too wide to say). One run claims nothing more: *{one_run}*
 (its interval assumes our seed spread is the paper's, which one run cannot check). Otherwise *no spread printed* (the paper's eps = inf columns: no
@@ -104,12 +105,12 @@ def _object_section(name: str, table: pd.DataFrame, profile: str) -> tuple[str, 
     target = _target(profile, f"{name}.csv")
     lines = [f"### {obj.title} — `{target}`", "", f"{obj.caption}. Command: {_cmd(profile, target)}", ""]
     if len(here):
-        lines += ["| method | cell | ours (mean ± std over seeds) | n | paper | ours - paper [95% CI] | interval "
-                  "| status | setting |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| method | cell | ours (mean ± std over seeds) | n | paper | ours - paper [95% interval] "
+                  "| interval | status | setting |", "|---|---|---|---|---|---|---|---|---|"]
         for r in here.itertuples():
             lines.append(f"| {r.method} | {_cell(r)} | {_pm(r.mean, r.std)} | {int(r.n)} | "
-                         f"{_pm(r.paper, r.paper_std)} | {_diff(r)} | {_text(getattr(r, 'interval', None))} | "
-                         f"{r.status} | {r.setting} |")
+                         f"{_pm(r.paper, r.paper_std)} | {_diff(r)} | "
+                         f"{interval_name(getattr(r, 'interval', None))} | {r.status} | {r.setting} |")
         lines.append("")
     if len(reasons):
         why = "; ".join(f"{_cells(n)} ({s.removeprefix('not run here (').removesuffix(')')}): "
@@ -126,10 +127,6 @@ def _diff(row) -> str:
     lo, hi = getattr(row, "ci_low", None), getattr(row, "ci_high", None)  # none in a CSV made before they were
     ci = "" if lo is None or pd.isna(lo) else f" [{lo:+.2f}, {hi:+.2f}]"
     return f"{row.diff:+.2f}{ci}"
-
-
-def _text(value) -> str:
-    return "" if value is None or pd.isna(value) else str(value)
 
 
 def _listed(rows: pd.DataFrame) -> list[str]:

@@ -52,11 +52,13 @@ def runs_note(profile: str, settings) -> str:
 
 
 def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "", *, x: str = "eps",
-                  legend: str = "right") -> None:
+                  legend: str = "right", dodge: float = DODGE, dodge_within_method: bool = False) -> None:
     """One panel of ``obj``'s table (:func:`dirdp.report.object_table`) against ``x`` ("eps" or "q"): the paper's
     values (dashed line, no markers, band = one std), ours (solid lines, filled markers, error bars = one std over
     seeds; one line per model width, norm and precision, each marker its own shape, the lines' points dodged
-    sideways by :data:`DODGE` so that none hides another) and the numbers the paper cites (open squares), one
+    sideways by a factor ``dodge`` (default :data:`DODGE`; more where many lines share a cell) so that none hides
+    another: every line of the panel apart, or with ``dodge_within_method`` each method's lines among themselves, a
+    method with one line at its own eps) and the numbers the paper cites (open squares), one
     colour per method in every figure. The legend sits outside the axes (``legend``: "right" or "below"; None:
     none), so it covers no point. With x = "eps" the axis is log-scaled with inf drawn right of the largest finite
     eps; any other x axis (log-scaled, as q) is the caller's to scale and label."""
@@ -79,7 +81,8 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
         widths = sorted(ours.width.dropna().unique(), reverse=True)
         for j, (w, norm, prec) in enumerate(_lines(ours)):  # one line per width, norm and precision, all solid
             at = ours[(ours.width == w) & (ours.norm == norm) & (ours.precision == prec)].sort_values(x)
-            shift = DODGE ** (slots.index((m, (w, norm, prec))) - (len(slots) - 1) / 2)
+            mine = [s for s in slots if s[0] == m] if dodge_within_method else slots
+            shift = dodge ** (mine.index((m, (w, norm, prec))) - (len(mine) - 1) / 2)
             ox = (eps_x(at.eps, xmax) if x == "eps" else at[x]) * shift
             gn = ", GroupNorm" if norm == "group" and methods.norm_chosen(m) else ""
             gn += ", bf16" if prec == "bf16" else ""

@@ -12,6 +12,7 @@ import pandas as pd
 
 from dirdp import methods
 from dirdp.protocol import fmt_eps
+from dirdp.report.compare import interval_name
 from dirdp.report.readme_campaign import NAMES, ReadmeError, acc
 
 CELLS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
@@ -37,10 +38,11 @@ def _blank(value) -> bool:
 
 def findings(src) -> str:
     """One row per paper cell run here: the paper's value, ours, the width, n, ours - paper with its 95% interval
-    (and what the interval is) and the verdict, as ``headline_cells.csv`` gives them."""
+    (and what the interval is, :func:`dirdp.report.compare.interval_name`: a confidence interval for a mean over n >= 2
+    seeds, a prediction interval for one run) and the verdict, as ``headline_cells.csv`` gives them."""
     t = src.csv("headline_cells")
     _columns(t, CELLS, f"{src.folder}/headline_cells.csv")
-    out = ["| object | data set | method | eps | width | ours | paper | ours - paper [95% CI] | interval | verdict |",
+    out = ["| object | data set | method | eps | width | ours | paper | ours - paper [95% interval] | interval | verdict |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for r in t.itertuples():
         width = f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else "")
@@ -49,7 +51,7 @@ def findings(src) -> str:
             + ("" if _blank(r.paper_n) else f" (n = {int(r.paper_n)})"))
         diff = "—" if _blank(r.diff) else (
             f"{r.diff:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
-        interval = "—" if _blank(r.interval) else str(r.interval).replace("|", "\\|")
+        interval = "—" if _blank(r.interval) else interval_name(r.interval).replace("|", "\\|")
         out.append(f"| {object_name(r.object)} | {NAMES.get(r.dataset, r.dataset)} | {r.method} | "
                    f"{fmt_eps(float(r.eps))} | {width} | {acc(r.ours_mean, r.ours_std, int(r.n))} | {paper} | {diff} | "
                    f"{interval} | {'—' if _blank(r.verdict) else r.verdict} |")

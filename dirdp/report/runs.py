@@ -13,6 +13,7 @@ import pandas as pd
 
 from dirdp import methods, paper
 from dirdp.presets import get_preset
+from dirdp.protocol import fmt_eps
 from dirdp.run_result import model_label, precision, read_run  # noqa: F401  (moved below report/ and audit/)
 
 # the table that prints each data set's protocol-default Algorithm 1 runs (Section 4.2)
@@ -62,10 +63,49 @@ def _dirty_columns(dirty: dict | None) -> dict:
 
 
 def curves(root: str | Path = "results/runs") -> pd.DataFrame:
-    """Long table of every run's test-accuracy curve: run, dataset, eps, width, step, accuracy."""
+    """Long table of every run's test-accuracy curve: run, dataset, method, eps, width, norm, precision, protocol,
+    seed, step, accuracy."""
     rows = []
     for path in run_files(root):
         run = read_run(path)
-        rows += [dict(run=str(path), dataset=run["dataset"], eps=run["eps"], width=run["width"], step=step,
-                      test_accuracy=acc) for step, acc in run["curve"]]
+        rows += [dict(run=str(path), dataset=run["dataset"], method=run["method"], eps=run["eps"], width=run["width"],
+                      norm=run["norm"], precision=run["precision"], protocol=run["protocol"], seed=run["seed"],
+                      step=step, test_accuracy=acc) for step, acc in run["curve"]]
     return pd.DataFrame(rows)
+
+
+CELL = ["dataset", "method", "eps", "width", "norm", "precision", "protocol"]  # what tells one curve's cell apart
+
+
+def cell_label(method: str, eps: float, width: float, norm: str, precision: str, protocol: str, *,
+               method_shown: bool = True) -> str:
+    """A cell of runs in words, for a legend: "Alg. 1, ε = 1, 0.25x, bf16" (the method's short name unless
+    ``method_shown`` is False, where the panel names it; the width where the profile's width applies to the method's
+    model; GroupNorm where the method lets the run choose it; bf16; a reduced protocol), e.g. "LATENT, ε = 0.5"."""
+    parts = [methods.short(method)] if method_shown else []
+    parts.append(f"ε = {fmt_eps(eps)}")
+    if methods.spec(method).scaled:
+        parts.append(f"{width:g}x")
+    if norm == "group" and methods.norm_chosen(method):
+        parts.append("GroupNorm")
+    if precision == "bf16":
+        parts.append("bf16")
+    if isinstance(protocol, str) and protocol.startswith("reduced"):
+        parts.append(protocol.removeprefix("reduced protocol ").strip("()"))
+    return ", ".join(parts)
+
+
+def curve_cells(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`curves` aggregated by cell (:data:`CELL`: data set, method, eps, width, norm, precision, protocol) and
+    step: mean, min and max over the cell's seeds, n (seeds at that step), ``seeds`` (all of the cell's, joined) and
+    ``final`` (the mean at the cell's last step), one row per cell and step; empty in, empty out."""
+    cols = [*CELL, "step", "mean", "lo", "hi", "n", "seeds", "final"]
+    if table.empty:
+        return pd.DataFrame(columns=cols)
+    out = (table.groupby([*CELL, "step"], dropna=False).test_accuracy
+           .agg(mean="mean", lo="min", hi="max", n="count").reset_index())
+    seeds = table.groupby(CELL, dropna=False).seed.agg(lambda s: " ".join(str(v) for v in sorted(set(s))))
+    out["seeds"] = [seeds[tuple(k)] for k in out[CELL].itertuples(index=False)]
+    last = out.sort_values("step").groupby(CELL, dropna=False)["mean"].last()
+    out["final"] = [last[tuple(k)] for k in out[CELL].itertuples(index=False)]
+    return out[cols]
