@@ -175,6 +175,8 @@ rule headline:
                                for p in profile_run_paths(o, PROFILE)})),
             f"{RES}/audit_canary.csv",
             f"{RES}/audit_subspace.csv",
+            f"{RES}/audit_first_layer.csv",
+            f"{RES}/audit_control.csv",
             BN_TARGETS[:1],
         ),
     output:

@@ -15,6 +15,8 @@ rule index:
             f"{RES}/theorem11_mc.csv",
             f"{RES}/audit_canary.csv",
             f"{RES}/audit_subspace.csv",
+            f"{RES}/audit_first_layer.csv",
+            f"{RES}/audit_control.csv",
             BN_TARGETS[:1],
             f"{RES}/width_effect.csv",
             f"{RES}/headline_cells.csv",

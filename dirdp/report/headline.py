@@ -82,8 +82,8 @@ def _ceiling(t: pd.DataFrame) -> pd.Series:
 
 
 def audit_points(results: str | Path) -> pd.DataFrame:
-    """The audited models of ``results`` (audit_canary.csv, audit_subspace.csv, audit_batchnorm.csv, those that
-    exist), one row per model, setting and adversary: claimed eps, 95% lower bound, and the exact bound where the
+    """The audited models of ``results`` (audit_canary.csv, audit_subspace.csv, audit_batchnorm.csv,
+    audit_first_layer.csv, audit_control.csv, those that exist), one row per model, setting and adversary: claimed eps, 95% lower bound, and the exact bound where the
     audit computes one for the mechanism (Algorithm 1's never-sampled bound: NaN for the others; inf, or a word of
     :data:`INFINITE` in the CSV: no finite eps), and the trial ceiling (:func:`_ceiling`: NaN where the CSV gives no
     way to know it). Any number of rows per CSV; rows alike but for their adjacency are one row (adjacency
@@ -117,7 +117,26 @@ def audit_points(results: str | Path) -> pd.DataFrame:
                                        setting="one step, q = 1", q=1.0, T=1, adjacency=t.adjacency,
                                        adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "final model",
                                        claimed_eps=_claim(t, "reference"), eps_lower_bound=_number(t.value),
-                                       eps_exact_bound=math.nan, ceiling=_ceiling(t).values, source=path.name)))
+                                       eps_exact_bound=(_number(t.exact_bound) if "exact_bound" in t else math.nan),
+                                       ceiling=_ceiling(t).values, source=path.name)))
+    if (path := results / "audit_first_layer.csv").exists():  # the paper's Inception, its protocol, the final model
+        t, _ = provenance.read_csv(path)
+        t = t[t.statistic == "either"].reset_index(drop=True)
+        parts.append(pd.DataFrame(dict(audit="first layer", method=methods.ALG1, model=t.model,
+                                       setting=[f"q = {q:.3g}, T = {int(n):,}" for q, n in zip(t.q, t["T"])], q=t.q,
+                                       T=t["T"], adjacency=t.adjacency, adversary_sees=t.adversary_sees.map(
+                                           lambda v: "final model" if str(v).startswith("final model") else v),
+                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
+                                       eps_exact_bound=_number(t.exact_bound), ceiling=_ceiling(t).values,
+                                       source=path.name)))
+    if (path := results / "audit_control.csv").exists():  # DP-SGD audited by a test with power
+        t, _ = provenance.read_csv(path)
+        parts.append(pd.DataFrame(dict(audit="control", method=t.method, model=t.model,
+                                       setting=[f"q = {q:.3g}, T = {int(n):,}" for q, n in zip(t.q, t["T"])], q=t.q,
+                                       T=t["T"], adjacency="add", adversary_sees=t.adversary_sees,
+                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
+                                       eps_exact_bound=math.nan, ceiling=_ceiling(t).values,
+                                       source=path.name)))
     if not parts:
         return pd.DataFrame(columns=AUDIT_COLUMNS)
     out = pd.concat(parts, ignore_index=True)

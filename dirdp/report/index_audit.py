@@ -9,7 +9,8 @@ from dirdp import provenance
 
 
 def audit_rows(results: Path, figures: str) -> list[str]:
-    """The index rows of the audit on the paper's own models (subspace test, BatchNorm channel) and of Table 7's
+    """The index rows of the audit on the paper's own models (subspace test, BatchNorm channel, the exact final-model
+    test and the DP-SGD control) and of Table 7's
     "—" cells beyond the order cap, each from its file."""
     rows = []
     path = results / "audit_subspace.csv"
@@ -39,6 +40,23 @@ def audit_rows(results: Path, figures: str) -> list[str]:
                 parts.append(f"{r.model}: test accuracy {r.value:.2f} (n = 1)")
         rows.append(f"| BatchNorm channel (not in the paper) | [`audit_batchnorm.csv`](audit_batchnorm.csv), "
                     f"[`audit_bn_influence.png`]({figures}/audit_bn_influence.png) | " + "; ".join(parts) + " |")
+    path = results / "audit_first_layer.csv"
+    if path.exists():
+        t, _ = provenance.read_csv(path)
+        found = "; ".join(f"{r.model.split(' (')[0]} {r.adjacency}: {r.eps_lower_bound:.2f} at claimed "
+                          f"{r.matched_claim_eps:.2f} (ceiling {r.ceiling:.2f}, {r.trials_per_world} trials/world, "
+                          f"{r.false_positives} + {r.false_negatives} errors), exact bound {r.exact_bound}"
+                          for r in t[t.statistic == "either"].itertuples())
+        rows.append(f"| Exact final-model test on the paper's Inception (not in the paper) | "
+                    f"[`audit_first_layer.csv`](audit_first_layer.csv), "
+                    f"[`audit_paper_model.png`]({figures}/audit_paper_model.png) | 95% eps lower bound: {found} |")
+    path = results / "audit_control.csv"
+    if path.exists():
+        t, _ = provenance.read_csv(path)
+        found = "; ".join(f"q = {r.q:.3g}, T = {r.T:,}: {r.eps_lower_bound:.2f} <= DP-SGD's own {r.mechanism_eps:.2f} "
+                          f"<= claimed {r.claimed_eps:.2f} ({r.trials_per_world} trials/world)" for r in t.itertuples())
+        rows.append(f"| Control with power: DP-SGD, every update, likelihood ratio (not in the paper) | "
+                    f"[`audit_control.csv`](audit_control.csv) | 95% eps lower bound: {found} |")
     path = results / "table7_high_orders.csv"
     if path.exists():
         t, _ = provenance.read_csv(path)
