@@ -29,7 +29,7 @@ examples amplify last-bit differences), 2.5e-6 (alg1) and 1.1e-8 (dpsgd); the ge
    bit for bit, on the same machine, by the same code, at the same pinned thread count. Where the fixture's floats are
    already bit-equal to this machine's (its own processor), the replacement changes nothing and the resumed run and
    the uninterrupted one also end with expected.json's params_sha256.
-3. ``..._ends_with_the_curves_421b8cb_recorded``: the fixture resumed as it is, and the uninterrupted run, end with
+3. ``..._ends_with_the_curves_that_commit_recorded``: the fixture resumed as it is, and the uninterrupted run, end with
    expected.json's curves within ``LOSS_RTOL`` and ``ACC_TOL``.
 
 Tolerances (differences measured on the machine above, against expected.json): the loss curve of the resumed fixture
@@ -40,7 +40,14 @@ relative L2 over all float tensors of the step-5 state (6x the worst measured, 1
 ~1 away).
 
 The pinned thread count: the bit-exact comparisons are within one process at one count, so any count would do; 2 is
-the fixture's (on its processor, test 2's expected.json check then holds)."""
+the fixture's (on its processor, test 2's expected.json check then holds).
+
+tests/data/ckpt_d1d5455/ holds the same for the code the CPU campaign's runs in flight were started with (commit
+d1d5455, before the workflow moved out of the library): Algorithm 1 in bf16 autocast with channels_last (the
+precision of the campaign's full-width runs) at eps = 1 and eps = inf, checkpointed at step 5 of 12 the same way, at
+2 threads. bf16 kernels differ between processors more than float32 ones, so for these two the checks that compare
+floats with another processor's (the step-5 state within ``STATE_RTOL``, test 3's curves) are made only where the
+fixture's floats are this machine's bit for bit; tests 1 and 2 hold everywhere."""
 
 import contextlib
 import io
@@ -58,8 +65,9 @@ from dirdp.training import make_config, train
 
 from conftest import pinned_torch_threads
 
-FIXTURE = Path(__file__).parent / "data" / "ckpt_421b8cb"
-EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
+FIXTURES = {commit: Path(__file__).parent / "data" / f"ckpt_{commit}" for commit in ("421b8cb", "d1d5455")}
+EXPECTED = {(commit, name): exp for commit, folder in FIXTURES.items()
+            for name, exp in json.loads((folder / "expected.json").read_text()).items()}
 FIXTURE_THREADS = 2  # torch's intra-op threads when the fixture was made
 fixture_threads = pinned_torch_threads(FIXTURE_THREADS, "module")
 RESUME_STEP, STEPS = 5, 12
@@ -70,7 +78,8 @@ STATE_RTOL = 0.1   # the fixture's step-5 floats against this machine's: relativ
 
 def _cfg(exp: dict):
     return make_config("mnist", math.inf if exp["eps"] == "inf" else float(exp["eps"]), 0, method=exp["method"],
-                       steps=STEPS, q=0.25, width=0.0625, eval_every=6, log_every=4, checkpoint_every=5)
+                       steps=STEPS, q=0.25, width=0.0625, eval_every=6, log_every=4, checkpoint_every=5,
+                       bf16=exp.get("bf16", False), channels_last=exp.get("channels_last", False))
 
 
 def _train(cfg, out: Path, data) -> dict:
@@ -128,21 +137,21 @@ def runs(tiny_root, tmp_path_factory):
     data = {s: load("mnist", s, root=tiny_root, download=False) for s in ("train", "test")}
     made = {}
 
-    def get(name: str) -> dict:
-        if name not in made:
-            exp = EXPECTED[name]
+    def get(case: tuple[str, str]) -> dict:
+        if case not in made:
+            (commit, name), exp = case, EXPECTED[case]
             if exp["method"] == "dpsgd":
                 pytest.importorskip("opacus")
             cfg, tmp = _cfg(exp), tmp_path_factory.mktemp(name)
             whole, step5 = _uninterrupted(cfg, tmp / "whole.json", data)
-            fixture = torch.load(FIXTURE / f"{name}.ckpt.pt", weights_only=False)
-            shutil.copy(FIXTURE / f"{name}.ckpt.pt", tmp / "resumed.json.ckpt.pt")
+            fixture = torch.load(FIXTURES[commit] / f"{name}.ckpt.pt", weights_only=False)
+            shutil.copy(FIXTURES[commit] / f"{name}.ckpt.pt", tmp / "resumed.json.ckpt.pt")
             resumed = _train(cfg, tmp / "resumed.json", data)
             torch.save(_with_floats_of(fixture, step5), tmp / "transplant.json.ckpt.pt")
             transplant = _train(cfg, tmp / "transplant.json", data)
-            made[name] = dict(exp=exp, whole=whole, step5=step5, fixture=fixture, resumed=resumed,
+            made[case] = dict(exp=exp, whole=whole, step5=step5, fixture=fixture, resumed=resumed,
                               transplant=transplant)
-        return made[name]
+        return made[case]
 
     return get
 
@@ -151,14 +160,26 @@ def _same_bits(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_a_checkpoint_of_421b8cb_loads_and_resumes_at_its_step_with_its_state(name, runs):
-    r = runs(name)
+CASES = sorted(EXPECTED)
+IDS = [f"{commit}-{name}" for commit, name in CASES]
+
+
+def _portable_floats(r: dict) -> bool:
+    """Whether the fixture's floats may be compared with another processor's: float32 runs, or a bf16 run made on
+    this very processor (its step-5 floats are this machine's bit for bit)."""
+    return not r["exp"].get("bf16") or _same_bits(_floats(r["fixture"]), _floats(r["step5"]))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_checkpoint_of_an_earlier_commit_loads_and_resumes_at_its_step_with_its_state(case, runs):
+    r = runs(case)
     fixture, step5, resumed, whole = r["fixture"], r["step5"], r["resumed"], r["whole"]
     assert f"resumed from step {RESUME_STEP} of {STEPS}" in resumed["stderr"]
-    # that commit recorded no sessions: the list begins at the resume (the session before it is unknown)
-    assert [(x["start_step"], x["torch_threads"]) for x in resumed["provenance"]["sessions"]] == [
+    # the sessions the fixture recorded (421b8cb recorded none: the list then begins at the resume), then this one
+    before = [(x["start_step"], x["torch_threads"]) for x in fixture["state"].get("sessions", [])]
+    assert [(x["start_step"], x["torch_threads"]) for x in resumed["provenance"]["sessions"]] == before + [
         (RESUME_STEP, FIXTURE_THREADS)]
+    assert before == ([] if case[0] == "421b8cb" else [(0, FIXTURE_THREADS)])
     # its integer content is what this code holds at step 5: the identity, the sampler's generators, the optimizer
     # (SGD without momentum: no per-parameter state, its param groups), the counters and the model's layout
     assert fixture.keys() == step5.keys() and fixture["identity"] == step5["identity"]
@@ -171,15 +192,16 @@ def test_a_checkpoint_of_421b8cb_loads_and_resumes_at_its_step_with_its_state(na
         (k, v.shape, v.dtype) for k, v in step5["model"].items()]
     assert all(torch.equal(v, step5["model"][k]) for k, v in fixture["model"].items() if not v.is_floating_point())
     # its floats are this machine's within STATE_RTOL (the same run, other kernels)
-    assert _rel_l2(_floats(fixture), _floats(step5)) < STATE_RTOL
-    assert fixture["state"]["loss_sum"] == pytest.approx(step5["state"]["loss_sum"], rel=LOSS_RTOL)
+    if _portable_floats(r):
+        assert _rel_l2(_floats(fixture), _floats(step5)) < STATE_RTOL
+        assert fixture["state"]["loss_sum"] == pytest.approx(step5["state"]["loss_sum"], rel=LOSS_RTOL)
     # the sampler state was read and used: the resumed run draws the uninterrupted run's batches of steps 6-12
     assert len(whole["draws"]) == STEPS and resumed["draws"] == whole["draws"][RESUME_STEP:]
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_a_checkpoint_of_421b8cb_resumes_to_the_model_an_uninterrupted_run_ends_with(name, runs):
-    r = runs(name)
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_checkpoint_of_an_earlier_commit_resumes_to_the_model_an_uninterrupted_run_ends_with(case, runs):
+    r = runs(case)
     transplant, whole = r["transplant"], r["whole"]
     assert f"resumed from step {RESUME_STEP} of {STEPS}" in transplant["stderr"]
     assert transplant["draws"] == whole["draws"][RESUME_STEP:]
@@ -194,10 +216,12 @@ def _close_curves(got: list, want: list, tol: float, rel: bool) -> bool:
         abs(a - b) <= (tol * abs(b) if rel else tol) for (_, a), (_, b) in zip(got, want))
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize("case", CASES, ids=IDS)
 @pytest.mark.parametrize("run", ["resumed", "whole"])
-def test_a_checkpoint_of_421b8cb_ends_with_the_curves_421b8cb_recorded(name, run, runs):
-    r = runs(name)
+def test_a_checkpoint_of_an_earlier_commit_ends_with_the_curves_that_commit_recorded(case, run, runs):
+    r = runs(case)
+    if not _portable_floats(r):
+        pytest.skip("a bf16 fixture made on another processor: its curves are that processor's")
     res, exp = r[run], r["exp"]
     assert _close_curves(res["loss_curve"], exp["loss_curve"], LOSS_RTOL, rel=True), (res["loss_curve"],
                                                                                       exp["loss_curve"])
