@@ -45,7 +45,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from dirdp import profile_schema, snakemake_args
+from workflow import profile_schema, snakemake_args
 
 # The profile: each --configfile with what it `extends:`, a later one over an earlier one, then the --config
 # overrides; every file and the overrides checked on their own (an error names its file and key), then the whole

@@ -1,5 +1,5 @@
 """Speed of the core: one r* solve, the Table 7 grid, and the mechanism's overhead. A thin caller of the one
-benchmark entry point, ``python -m dirdp bench --core`` (dirdp.bench.accounting); its arguments are passed on.
+benchmark entry point, ``python -m dirdp bench --core`` (workflow.bench.accounting); its arguments are passed on.
 
     python benchmarks/bench_core.py            # prints medians and ratios, one core
 

@@ -1,7 +1,7 @@
 """How to lay full-width training runs out on this machine's cores: one run on every core, or one run per core.
 
 Times the real full-width step (Inception with BatchNorm, Algorithm 1's loss, batch 250, bf16 autocast +
-channels_last, :func:`dirdp.bench.core._step`) in separate processes, in three layouts, interleaved round by round
+channels_last, :func:`workflow.bench.core._step`) in separate processes, in three layouts, interleaved round by round
 (a drift in load hits all alike):
 
 - ``one run, all cores``: one process with ``--cores`` torch threads (what the campaign runs today);
@@ -33,7 +33,7 @@ def worker(threads: int, steps: int, warmup: int, width: float) -> None:
     import torch
 
     torch.set_num_threads(threads)
-    from dirdp.bench.core import ALG1, _losses, _setup, _step
+    from workflow.bench.core import ALG1, _losses, _setup, _step
 
     dev = torch.device("cpu")
     _, model, x, y, g = _setup("inception", width, dev)
@@ -84,7 +84,7 @@ def main(argv=None) -> int:
         if getattr(args, name) < 1:
             print(f"error: --{name} must be at least 1. Found {getattr(args, name)}.", file=sys.stderr)
             return 2
-    from dirdp.bench import sweep
+    from workflow.bench import sweep
 
     plan = {"one run, all cores": (1, args.cores), "one run per core": (args.cores, 1), "one run, one thread": (1, 1)}
     busy0, own0, load0, t0 = sweep._cpu_busy_s(), _children_cpu_s() + sweep._own_cpu_s(), os.getloadavg()[0], \

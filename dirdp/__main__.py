@@ -1,14 +1,18 @@
-"""Command line: python -m dirdp rstar|epsilon|train|index|readme|membership|bench|campaign ... (see --help);
-dirdp/cli.py holds the parser."""
+"""Command line: python -m dirdp rstar|epsilon|train ... (see --help); dirdp/cli.py holds the parser. The workflow's
+commands (index, readme, membership, bench, campaign: dirdp.cli.WORKFLOW_COMMANDS) are handed whole to
+``python -m workflow``, the package beside the Snakefile in a checkout of the repository; the library never imports it."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 from dirdp import accountant, methods
+from dirdp.cli import PROG, WORKFLOW_COMMANDS, build_parser, parse
 from dirdp.presets import PRESETS, get_preset
-from dirdp.cli import _parse, build_parser  # noqa: F401  (build_parser: the parser, for tests and docs)
 
 EXIT_INTERRUPTED = 75  # train stopped by SIGTERM/SIGINT after checkpointing (EX_TEMPFAIL): rerun to resume
 
@@ -92,128 +96,36 @@ def _made_by(out) -> dict | None:
         return None
 
 
-def _index(args) -> int:
-    """``index``: the profile must be one of config/*.yaml, the --results folder and the folder of --out must
-    exist (checked before any work; exit 2 with one line otherwise)."""
-    from pathlib import Path
-
-    import dirdp
-
-    config = Path(dirdp.__file__).resolve().parents[1] / "config"
-    profiles = sorted(p.stem for p in config.glob("*.yaml") if p.stem != "schema")
-    out = Path(args.out) if args.out is not None else None  # None: the profile's own index (write_index's default)
-    problem = None
-    if profiles and args.profile not in profiles:
-        problem = (f"--profile {args.profile!r}: there is no config/{args.profile}.yaml. "
-                   f"Profiles: {', '.join(profiles)}.")
-    elif not Path(args.results).is_dir():
-        what = "is a file, not a folder" if Path(args.results).exists() else "does not exist"
-        problem = (f"--results {args.results}: the folder {what}; give the results folder the DAG wrote "
-                   f"(results, or results/{args.profile}).")
-    elif out is not None and not out.parent.is_dir():
-        what = "is a file, not a folder" if out.parent.exists() else "does not exist"
-        problem = f"--out {args.out}: the folder {out.parent} {what}; choose another --out (or create the folder)."
-    elif out is not None and out.is_dir():
-        problem = f"--out {args.out} is a folder; give a file name, such as {out / 'README.md'}."
-    if problem:
-        print(f"error: {problem}", file=sys.stderr)
-        return 2
-    from dirdp.report.index import write_index
-
-    print(write_index(results=args.results, profile=args.profile, out=args.out))
-    return 0
-
-
-def _bench_problem(args) -> str | None:
-    """What is wrong with ``bench``'s arguments (None: nothing), checked before any model is built."""
-    from pathlib import Path
-
-    import torch
-
-    from dirdp.training import MIN_WIDTH
-
-    if not MIN_WIDTH <= args.width <= 8:
-        return f"--width must be a channel multiplier in [{MIN_WIDTH:g}, 8]. Found {args.width:g}."
-    if args.reps < 1:
-        return f"--reps must be at least 1. Found {args.reps}."
-    if args.threads is not None and args.threads < 1:
-        return f"--threads must be at least 1. Found {args.threads}."
-    try:
-        device = torch.device(args.device)
-    except (RuntimeError, ValueError):
-        device = None
-    if device is None or device.type not in ("cpu", "cuda"):
-        return f"--device must be cpu, cuda or cuda:N. Found {args.device!r}."
-    if device.type == "cuda" and not torch.cuda.is_available():
-        return f"--device {args.device}: torch sees no CUDA device. Use --device cpu."
-    if args.json_out and not Path(args.json_out).parent.is_dir():
-        return f"--json-out {args.json_out}: the folder {Path(args.json_out).parent} does not exist."
+def workflow_root() -> Path | None:
+    """The checkout whose workflow package runs the workflow's commands: the one this library sits in, else the
+    current folder; None where neither holds ``workflow/__main__.py`` (the library installed alone)."""
+    for root in (Path(__file__).resolve().parents[1], Path.cwd()):
+        if (root / "workflow" / "__main__.py").is_file():
+            return root
     return None
 
 
-def _campaign(args) -> int:
-    from pathlib import Path
-
-    from dirdp import campaign
-
-    try:
-        if args.action == "status":
-            print(campaign.status(args.config, workdir=args.workdir))
-        elif args.action == "unpack":
-            written = campaign.unpack(args.src, allow_smoke=args.allow_smoke,
-                                      **({"root": Path(args.into)} if args.into else {}))
-            print(f"unpacked {len(written)} files:\n" + "\n".join(f"  {w}" for w in written))
-        else:
-            if args.k is not None and args.k < 1:
-                raise ValueError(f"--k must be at least 1. Found {args.k}.")
-            if not args.budget >= 0:  # nan too
-                raise ValueError(f"--budget must be >= 0 seconds (0: no limit). Found {args.budget:g}.")
-            if args.max_runs is not None and args.max_runs < 1:
-                raise ValueError(f"--max-runs must be at least 1. Found {args.max_runs}.")
-            if args.bench_reps < 1:
-                raise ValueError(f"--bench-reps must be at least 1. Found {args.bench_reps}.")
-            if not (1 <= args.pack_part_mib < float("inf")):  # nan too
-                raise ValueError(f"--pack-part-mib must be a number of MiB, at least 1. Found {args.pack_part_mib:g}.")
-            if args.pack_parts < 1:
-                raise ValueError(f"--pack-parts must be at least 1. Found {args.pack_parts}.")
-            summary = campaign.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
-                                            smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
-                                            tests=not args.no_tests, bench=not args.no_bench,
-                                            bench_reps=args.bench_reps, require_clean=args.require_clean,
-                                            fit=args.fit, pack_part_mib=args.pack_part_mib,
-                                            pack_parts=args.pack_parts)
-            failed = [r["run"] for r in summary["runs"] if r["status"] == "failed"]
-            if failed:
-                print(f"failed runs: {', '.join(failed)} (their logs are in {summary['campaign_dir']}/logs)",
-                      file=sys.stderr)
-                return 1
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
+def _workflow(argv: list[str], *, replace: bool) -> int:
+    """``python -m workflow <argv>`` (a command of the workflow, its whole command line), with the checkout first on
+    PYTHONPATH; ``replace``: in place of this process (exec: the same pid, signals reach it), else as a child."""
+    root = workflow_root()
+    if root is None:
+        print(f"error: `{PROG} {argv[0]}` is a command of the workflow (python -m workflow {argv[0]}), which is not "
+              "installed with the library: run it from the root of a checkout of the repository", file=sys.stderr)
         return 2
-    return 0
-
-
-def _bench_json(args, argv, result: dict, *, rows: list) -> int:
-    """Write the benchmark's rows, the load it ran under and provenance to ``--json-out`` (the committed benchmarks
-    the README's tables are generated from); refused, exit 2, for a file in results/ measured on a busy machine."""
-    from pathlib import Path
-
-    from dirdp.bench import sweep
-    from dirdp.provenance import collect
-
-    if not args.json_out:
-        return 0
-    refused = sweep.refuse_busy_results_json(args.json_out, result)
-    if refused:
-        print(f"error: {refused}", file=sys.stderr)
-        return 2
-    config = dict(command="python -m dirdp " + " ".join(argv if argv is not None else sys.argv[1:]),
-                  load_average_1min_at_end=result["load"]["load_1min_after"])  # kept: files before the load record
-    Path(args.json_out).write_text(_json(dict(rows=rows, **result, provenance=collect(config))) + "\n")
-    return 0
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    cmd = [sys.executable, "-m", "workflow", *argv]
+    if replace:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(sys.executable, cmd, env)
+    return subprocess.run(cmd, env=env).returncode
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in WORKFLOW_COMMANDS:
+        return _workflow(args, replace=argv is None)
     try:
         return _main(argv)
     except ModuleNotFoundError as err:  # a package of an extra (pip install .: the library alone): one line, exit 2
@@ -226,60 +138,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = _parse(argv)
+    args = parse(build_parser(), argv)
     if args.command == "train":
         return _train(args)
-    if args.command == "index":
-        return _index(args)
-    if args.command == "membership":
-        from dirdp.audit.membership import command
-
-        return command(args.runs, n=args.n, seed=args.seed, data_root=args.data_root)
-    if args.command == "readme":
-        from dirdp.report import readme
-        try:
-            return readme.main(args.readme, args.results, args.profile, args.check)
-        except readme.ReadmeError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-    if args.command == "campaign":
-        return _campaign(args)
-    if args.command == "bench":
-        problem = _bench_problem(args)
-        if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
-        import torch
-
-        from dirdp import bench
-
-        if args.threads or args.core:
-            torch.set_num_threads(args.threads or 1)
-        from dirdp.bench import sweep
-
-        if args.core:  # r* solve, Table 7, the mechanism's loss (benchmarks/bench_core.py calls this)
-            meter = sweep.LoadMeter().start()
-            rows = bench.core_bench()
-            print(bench.core_text(rows) + ("\n" + _json(rows) if args.json else ""))
-            return _bench_json(args, argv, dict(load=meter.stop()), rows=rows)
-
-        if args.sweep:  # the CPU precision sweep (issue 31): interleaved configurations, peaks, FLOPs, the load
-            result = sweep.sweep(reps=args.reps, threads=tuple(args.sweep_threads))
-            print(sweep.table(result))
-            return _bench_json(args, argv, result, rows=result.pop("rows"))
-        if args.campaign:
-            return bench.campaign_main(models=args.models or ("inception", "resnet18", "resnet9", "papernot_cnn"),
-                                       width=args.width, reps=args.reps, device=args.device, json_out=args.json_out,
-                                       precisions=tuple(args.precisions), batch=args.batch)
-
-        meter = sweep.LoadMeter().start()
-        rows = bench.main(args.models or ["inception", "resnet18", "resnet9"], width=args.width, reps=args.reps, device=args.device, bf16=args.bf16,
-                          baselines=args.baselines,
-                          channels_last=args.channels_last)
-        if args.json:
-            print(_json(rows))
-        return _bench_json(args, argv, dict(load=meter.stop()), rows=rows)
-
     record = dict(preset=args.preset)
     try:
         proto = _protocol(args)

@@ -51,7 +51,7 @@ square (about 3 GiB at 10,000; 80 GB for a single table at 100,000)."""
 Q_RULE = ("a sampling rate in (0, 1), where Theorem 10 holds (q = 1, the full batch, is Lemma 9's case: the audit "
           "uses it, Theorem 10 and so training do not)")
 """What q must be, in every message that refuses one (the accountant's, a run config's, the CLI's help): one
-interval, (0, 1). The audit's q = 1 claims go through Lemma 9 (dirdp.audit.subspace_setup.lemma9_epsilon)."""
+interval, (0, 1). The audit's q = 1 claims go through Lemma 9 (:func:`lemma9_epsilon`)."""
 
 
 def _is_int(x) -> bool:
@@ -223,6 +223,17 @@ def epsilon_at_order(*, r: float, alpha: float, q: float, steps: int, delta: flo
         raise ValueError(f"r must lie in [0, alpha) = [0, {alpha}). Found r={r}.")
     orders = np.array([int(order)])
     return float(_epsilon_by_order(orders, r=r, alpha=alpha, q=q, steps=steps, delta=delta)[0])
+
+
+def lemma9_epsilon(*, r: float, alpha: float, steps: int, delta: float) -> tuple[float, int]:
+    """(eps, order) for T = ``steps`` un-subsampled (q = 1) uses of Mechanism 8: Lemma 9's RDP composed
+    (T eps_M(lambda; r)) and converted by Lemma 13, minimised over the admissible orders (capped at 256)."""
+    orders = admissible_orders(r=r, alpha=alpha)
+    if not len(orders):
+        raise ValueError(f"no admissible RDP order for r={r}, alpha={alpha}.")
+    eps = rdp_to_dp(orders=orders, rdp=steps * dirichlet_rdp(orders=orders, r=r, alpha=alpha), delta=delta)
+    i = int(np.argmin(eps))
+    return float(eps[i]), int(orders[i])
 
 
 def rstar(

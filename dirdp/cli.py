@@ -1,5 +1,6 @@
 """The argument parser of python -m dirdp: its commands, flags, defaults and help. dirdp/__main__.py runs the
-commands."""
+commands. The commands of the workflow beside the library (:data:`WORKFLOW_COMMANDS`: index, readme, membership,
+bench, campaign) are listed here and run by ``python -m workflow`` (dirdp/__main__.py hands them over)."""
 
 from __future__ import annotations
 
@@ -54,9 +55,9 @@ class Parser(argparse.ArgumentParser):
         return formatter.format_help()
 
 
-def _describe(what: str, *examples: str) -> str:
+def describe(what: str, *examples: str, prog: str = PROG) -> str:
     """A command's description: one plain sentence on what it does, then its examples."""
-    lines = "\n".join(f"  {PROG} {e}" for e in examples)
+    lines = "\n".join(f"  {prog} {e}" for e in examples)
     return f"{what}\n\nExample{'s' if len(examples) > 1 else ''}:\n{lines}"
 
 
@@ -137,16 +138,17 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog=PROG, description=_describe(
+    parser = Parser(prog=PROG, description=describe(
         "Reproduce and audit the paper's differentially private training: calibrate r*, certify epsilon, train "
-        "one run, benchmark, index the results and run a campaign; each command has its own --help.",
+        "one run; the workflow's commands (benchmark, index the results, run a campaign) run from a checkout of the "
+        "repository. Each command has its own --help.",
         "rstar --preset mnist --eps 1",
         "train --dataset mnist --eps 1 --steps 4 --width 0.0625 --train-subset 500 --out runs/try.json"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="command",
                                 title="commands (python -m dirdp <command> --help for each)")
 
     def add(name: str, help: str, what: str, *examples: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=_describe(what, *examples))
+        return sub.add_parser(name, help=help, description=describe(what, *examples))
 
     p_r = add("rstar", "r* of Eq. (1) for a target epsilon",
               "Print r*, the largest Dirichlet scale r for which Theorem 10 certifies a target epsilon (Eq. (1)).",
@@ -163,130 +165,25 @@ def build_parser() -> argparse.ArgumentParser:
               "and provenance; rerunning the same command resumes it.",
               "train --dataset mnist --eps 1 --steps 4 --width 0.0625 --train-subset 500 --out runs/try.json")
     _add_train_flags(p_t)
-    p_i = add("index", "write the results index: every paper object, its command, ours vs paper",
-              "Write a profile's results index: every paper object, the command that makes it, and our numbers "
-              "beside the paper's.", "index --profile cpu")
-    p_i.add_argument("--results", default="results", help="results folder: the one holding every profile's "
-                                                          "folder, or a profile's own")
-    p_i.add_argument("--profile", required=True, help="the profile the DAG ran (config/<profile>.yaml)")
-    p_i.add_argument("--out", help="index to write (default: the profile's own, <results>/<profile>/README.md; "
-                                   "writing it also refreshes <results>/README.md, the index of the profiles)")
-    p_m = add("readme", "rewrite the generated blocks of the README and docs/ from a profile's result files; --check "
-                        "only compares",
-              "Rewrite the generated blocks (the result numbers) of the README and of every docs/*.md beside it from a "
-              "profile's result files, or with --check only compare them.", "readme --check", "readme --profile cpu")
-    p_m.add_argument("--readme", default="README.md",
-                     help="README whose generated blocks are rewritten, with those of the docs/*.md beside it")
-    p_m.add_argument("--results", default="results", help="results folder")
-    p_m.add_argument("--profile", default="cpu", help="the profile whose committed results the README cites")
-    p_m.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each block that differs")
-    p_ms = add("membership", "membership inference on released models: each row kept in a record beside its run",
-               "Audit released models by membership inference (their own training records against as many test "
-               "records, the logit margin, beside the untrained model's null) and keep each row in a record beside "
-               "its run (RUN.json.membership), which the DAG's audit of the released models reads back where the "
-               "weights are not in git. Needs each run's weights (RUN.model.pt); a record already made for the same "
-               "weights, n, seed and code is kept.",
-               "membership results/runs/cpu/fashionmnist/alg1_w1_bf16_eps2_seed0.json")
-    p_ms.add_argument("runs", nargs="+", metavar="RUN.json", help="result files of released models (weights beside)")
-    p_ms.add_argument("--n", type=int, default=None,
-                      help="training records, and as many test records, per model (default: the DAG's, 10,000)")
-    p_ms.add_argument("--seed", type=int, default=0, help="seed of the record draw (default 0, the DAG's)")
-    p_ms.add_argument("--data-root", help="data folder (default: $DIRDP_DATA, else ./data)")
-    p_b = add("bench", "per-step time of non-private training vs Algorithm 1, per model",
-              "Time one training step of non-private training and of Algorithm 1 (optionally DP-SGD) for each model.",
-              "bench --models resnet9 --width 0.25 --reps 3")
-    p_b.add_argument("--models", nargs="+", choices=["inception", "resnet18", "resnet9", "papernot_cnn"],
-                     help="default: inception resnet18 resnet9 (with --campaign: and papernot_cnn)")
-    p_b.add_argument("--width", type=float, default=1.0, help="channel-width multiplier (1: the paper's models)")
-    p_b.add_argument("--reps", type=int, default=5,
-                     help="timed steps per model and method, after 2 warm-up steps; the median is reported")
-    p_b.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
-    p_b.add_argument("--bf16", action="store_true", help="bf16 autocast for the model (the mechanism stays float32)")
-    p_b.add_argument("--channels-last", action="store_true", help="channels_last memory format")
-    p_b.add_argument("--baselines", action="store_true",
-                     help="also DP-SGD (Opacus) vs Algorithm 1 on the same GroupNorm model, and the tempered-sigmoid CNN")
-    p_b.add_argument("--threads", type=int,
-                     help="CPU threads for torch (default: torch's choice; the cpu profile's runs use 1)")
-    p_b.add_argument("--json", action="store_true", help="also print the rows as one JSON list")
-    p_b.add_argument("--campaign", action="store_true",
-                     help="the GPU campaign's table: inception and resnet18 (or --models), non-private / Algorithm 1 / "
-                          "DP-SGD, fp32 and bf16 + channels_last, peak memory, and the projected time of a Table-1 "
-                          "cell and of the paper profile")
-    p_b.add_argument("--json-out", help="write the rows (with --campaign: and the projections) to this JSON file, with provenance")
-    p_b.add_argument("--precisions", nargs="+", default=["fp32", "bf16+cl"], choices=["fp32", "fp32+cl", "bf16", "bf16+cl"],
-                     help="with --campaign: fp32 and/or bf16 autocast, each optionally channels_last (+cl)")
-    p_b.add_argument("--sweep", action="store_true",
-                     help="the CPU precision sweep: full-width and 0.25x Inception, Algorithm 1 and non-private, fp32 / "
-                          "bf16 / bf16 + channels_last, at each --sweep-threads, interleaved in one process; this "
-                          "machine's fp32 and bf16 matmul peaks, each step's GFLOP/s and fraction of its peak, the load; "
-                          "a --json-out in results/ is refused when the machine was busy")
-    p_b.add_argument("--sweep-threads", type=int, nargs="+", default=[1, 2], help="with --sweep: thread counts (default 1 2)")
-    p_b.add_argument("--batch", type=int,
-                     help="with --campaign: time this batch size instead of the paper's (the campaign's --smoke mode)")
-    p_b.add_argument("--core", action="store_true",
-                     help="the core without a model: one r* solve, the Table 7 grid, the mechanism's loss beside "
-                          "cross-entropy (their own repetitions; one thread unless --threads)")
-    _add_campaign_parser(sub)
+    for name, what in WORKFLOW_COMMANDS.items():  # parsed, run and documented by python -m workflow
+        sub.add_parser(name, help=f"{what} (the workflow's: python -m workflow {name})", add_help=False)
     return parser
 
 
-def _add_campaign_parser(sub) -> None:
-    p = sub.add_parser("campaign", help="train a profile's runs in priority order, K at a time, inside a budget "
-                                        "(the GPU campaign; the CPU evidence campaign)",
-                       description=_describe("Train a profile's runs in priority order, K at a time, inside a time "
-                                             "budget, and say where each run stands.",
-                                             "campaign status --config config/cpu.yaml",
-                                             "campaign run --smoke"))
-    act = p.add_subparsers(dest="action", required=True, metavar="action",
-                           title="actions (python -m dirdp campaign <action> --help for each)")
-    r = act.add_parser("run", help="test lane, benchmark, then the queue K at a time; pack what it made",
-                       description=_describe("Run a profile's campaign: the CUDA test lane, the benchmark, then its "
-                                             "queue of runs K at a time, and pack what it made.",
-                                             "campaign run --config config/gpu.yaml --budget 540 --pack out/",
-                                             "campaign run --smoke"))
-    r.add_argument("--config", default="config/gpu.yaml", help="profile whose campaign queue runs")
-    r.add_argument("--budget", type=float, default=540,
-                   help="wall-clock seconds for everything, packing included (0: no limit). Runs the budget cuts "
-                        "off leave their checkpoint; the next campaign run resumes them")
-    r.add_argument("--k", type=int, help="runs side by side (default: from the benchmark's memory; CPU: cores)")
-    r.add_argument("--pack", metavar="DIR", help="pack results, checkpoints, logs and the benchmark into DIR "
-                                                 "(at most --pack-parts files of --pack-part-mib MiB each); "
-                                                 "campaign unpack DIR puts them back")
-    r.add_argument("--pack-part-mib", type=float, default=15.5, metavar="MIB",
-                   help="with --pack: the most one file of the pack may weigh, in MiB (default 15.5; at least 1)")
-    r.add_argument("--pack-parts", type=int, default=4, metavar="N",
-                   help="with --pack: the most files the pack may have (default 4); what does not fit is left out "
-                        "and listed")
-    r.add_argument("--smoke", action="store_true",
-                   help="the same machinery on CPU: 4-step runs, K = 2, in a temporary folder (or --workdir)")
-    r.add_argument("--workdir", help="folder holding results/ (default: the repository)")
-    r.add_argument("--max-runs", type=int, help="only the first N runs of the queue (default: all)")
-    r.add_argument("--no-tests", action="store_true", help="skip the CUDA test lane")
-    r.add_argument("--no-bench", action="store_true", help="skip the benchmark")
-    r.add_argument("--bench-reps", type=int, default=10, help="the benchmark's timed steps")
-    r.add_argument("--no-fit", dest="fit", action="store_false", default=None,
-                   help="with a budget, start the queue K at a time anyway (default: only the runs the benchmark's "
-                        "steps/s says can finish in the budget, unless --k is given)")
-    r.add_argument("--require-clean", action="store_true",
-                   help="start a run only while the code equals its commit (the CPU campaign: no '+dirty' results)")
-    s = act.add_parser("status", help="where each run of a profile's campaign stands",
-                       description=_describe("Show where each run of a profile's campaign stands: done, running, "
-                                             "stopped or queued.", "campaign status --config config/cpu.yaml"))
-    s.add_argument("--config", default="config/cpu.yaml", help="profile whose campaign queue is shown")
-    s.add_argument("--workdir", help="folder holding results/ (default: the repository)")
-    u = act.add_parser("unpack", help="put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the repository",
-                       description=_describe("Put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the "
-                                             "repository.", "campaign unpack out/"))
-    u.add_argument("src", metavar="DIR", help="folder holding the pack")
-    u.add_argument("--into", help="repository root (default: this one)")
-    u.add_argument("--allow-smoke", action="store_true",
-                   help="unpack a smoke pack (campaign run --smoke: 4-step CPU runs) too; refused without it")
+# the commands of the workflow (the package workflow/ beside the Snakefile, in a checkout of the repository): python
+# -m dirdp <command> hands its whole command line to python -m workflow <command>
+WORKFLOW_COMMANDS = {
+    "index": "write the results index: every paper object, its command, ours vs paper",
+    "readme": "rewrite the generated blocks of the README and docs/ from a profile's result files; --check only compares",
+    "membership": "membership inference on released models: each row kept in a record beside its run",
+    "bench": "per-step time of non-private training vs Algorithm 1, per model",
+    "campaign": "train a profile's runs in priority order through Snakemake, inside a budget",
+}
 
 
-def _parse(argv: list[str] | None) -> argparse.Namespace:
-    """build_parser().parse_args(argv), also refusing --flag=-- for a one-value flag (argparse of Python 3.11
-    turns it into an empty list, which no check downstream expects)."""
-    parser = build_parser()
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """parser.parse_args(argv), also refusing --flag=-- for a one-value flag (argparse of Python 3.11 turns it into an
+    empty list, which no check downstream expects)."""
     args = parser.parse_args(argv)
     stack, single = [parser], {}
     while stack:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dirdp.data_fetch import ROOT_RULE, _host, _root_origin, why_no_download  # noqa: F401  (re-exported)
-from dirdp.idx import DatasetCorruptError, _find_idx, read_idx  # noqa: F401
+from dirdp.data_fetch import ROOT_RULE, _host, _root_origin, why_no_download
+from dirdp.idx import DatasetCorruptError, _find_idx, read_idx
 
 
 class DatasetMissingError(FileNotFoundError):

@@ -14,10 +14,6 @@ from dataclasses import dataclass
 INF = math.inf
 _INF_WORDS = ("inf", "+inf", ".inf", "infinity", "+infinity", "∞")
 
-# the audit of the released models (rules/audit.smk): this many of a run's training records against as many test
-# records (dirdp.audit.released_model_row; its records are made, and read back, at this n)
-RELEASED_MODELS_N = 10_000
-
 
 def parse_eps(value) -> float:
     """An epsilon from a CLI flag, YAML, JSON or a table cell: a number > 0, or inf for "not private"

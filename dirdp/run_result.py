@@ -1,10 +1,9 @@
 """A run's result JSON (``results/runs/<profile>/<dataset>/<tag>.json``), read by one reader: :func:`read_run`.
 
-The tables and summaries (:mod:`dirdp.report.runs`, :mod:`dirdp.report.objects`), the audit of the released models
-(:func:`dirdp.audit.membership.released_model_mia`) and the explorer take a run's fields from it, and its label from
-:func:`model_label`; every epsilon in a file goes through :func:`dirdp.protocol.parse_eps`. It sits below the report
-and the audit, which both read runs, so that neither imports the other for it (the package-level graph has no loop:
-tests/test_structure.py). Needs neither pandas nor torch.
+Whatever reads runs (the tables and summaries made from them, the audit of a released model,
+:func:`dirdp.audit.membership.released_model_mia`, and the explorer) takes a run's fields from it, and its label from
+:func:`model_label`; every epsilon in a file goes through :func:`dirdp.protocol.parse_eps`. Needs neither pandas nor
+torch.
 """
 
 from __future__ import annotations
@@ -22,14 +21,6 @@ def weights_path(result_path: str | Path) -> Path:
     """The weights a run released, beside its result: ``X.json`` -> ``X.model.pt``."""
     result_path = Path(result_path)
     return result_path.with_name(result_path.stem + ".model.pt")
-
-
-def record_path(result_path: str | Path) -> Path:
-    """The record of a released model's membership row, beside its result: ``X.json`` -> ``X.json.membership``
-    (JSON; named like the checkpoint ``X.json.ckpt.pt``, so that no reader of ``results/runs/**/*.json`` takes it for
-    a run; :func:`dirdp.audit.membership.released_model_row` writes and reads it)."""
-    result_path = Path(result_path)
-    return result_path.with_name(result_path.name + ".membership")
 
 
 def read_run(path: str | Path) -> dict:

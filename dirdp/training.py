@@ -20,15 +20,13 @@ import torch
 
 from dirdp import loop, methods, provenance
 from dirdp.accountant import Q_RULE
-from dirdp.runfile import (Interrupted, _lock, _save_atomic, _StopRequest, _write_result,  # noqa: F401
-                           check_writable, is_running)
 from dirdp.data import Split, get_spec, load
-from dirdp.loop import accuracy, params_sha256, progress_bar  # noqa: F401  (the names this module always had)
+from dirdp.loop import params_sha256
 from dirdp.models import norm_of
 from dirdp.presets import get_preset
 from dirdp.protocol import Protocol
 from dirdp.run_result import weights_path
-from dirdp.sampling import PoissonSampler, poisson_sample  # noqa: F401
+from dirdp.runfile import Interrupted, _lock, _save_atomic, _StopRequest, _write_result, check_writable
 
 
 # training methods of `python -m dirdp train --method` (the registry: dirdp.methods)

@@ -1,7 +1,7 @@
 """The privacy audit: attacks on Algorithm 1 and the baselines (dirdp.audit), and membership inference
 on the models this profile released."""
 
-from dirdp.protocol import RELEASED_MODELS_N
+from workflow.audit.released import RELEASED_MODELS_N
 
 
 rule audit_privacy:
@@ -11,8 +11,7 @@ rule audit_privacy:
     input:
         deps(
             "notebooks/audit_privacy.ipynb",
-            sources("dirdp/audit.py", "dirdp/mechanism.py", "dirdp/accountant.py", "dirdp/baselines/dpsgd.py",
-                    "dirdp/baselines/latent.py"),
+            CODE,
         ),
     output:
         *report_outputs(
@@ -48,7 +47,7 @@ rule audit_released_models:
     input:
         deps(
             "notebooks/audit_released_models.ipynb",
-            sources("dirdp/audit.py"),
+            CODE,
             run_inputs(sorted(p for p, run in RUNS.items() if methods.spec(run.method).images)),
         ),
     output:
@@ -74,15 +73,14 @@ rule audit_released_models:
 
 
 rule audit_subspace:
-    """The white-box subspace canary test (dirdp.audit.subspace) on the paper's model families, BatchNorm replaced by
+    """The white-box subspace canary test (workflow.audit.subspace) on the paper's model families, BatchNorm replaced by
     GroupNorm: Algorithm 1 at the paper's r* for eps = 1, DP-SGD at the same claimed eps as the control, add/remove
     and replace-one, one step at q = 1 and the MNIST q over T steps; the residual of each update outside the span of
     the auditor's records' logit Jacobians, and the epsilon lower bound it certifies."""
     input:
         deps(
             "notebooks/audit_subspace.ipynb",
-            sources("dirdp/audit.py", "dirdp/mechanism.py", "dirdp/accountant.py", "dirdp/models.py",
-                    "dirdp/sampling.py", "dirdp/baselines/dpsgd.py"),
+            CODE,
         ),
     output:
         *report_outputs(
@@ -115,7 +113,7 @@ rule audit_batchnorm:
     input:
         deps(
             "notebooks/audit_batchnorm.ipynb",
-            sources("dirdp/audit.py", "dirdp/mechanism.py", "dirdp/accountant.py", "dirdp/models.py"),
+            CODE,
             run_inputs([BN_RELEASED] + ([BN_GROUPNORM] if BN_GROUPNORM in RUNS else [])),
         ),
     output:
@@ -146,16 +144,14 @@ rule audit_batchnorm:
 
 
 rule audit_paper_model:
-    """The audit on the paper's own model at the paper's protocol (dirdp.audit.first_layer): the exact final-model
+    """The audit on the paper's own model at the paper's protocol (workflow.audit.first_layer): the exact final-model
     test on Inception with BatchNorm (a zero record never moves the bias-free first convolution nor the first
     running mean; trials resumed from results/<profile>/audit_first_layer_trials.jsonl, the cpu profile's committed),
     and DP-SGD at the same claim audited with the most powerful every-update statistic (the control with power)."""
     input:
         deps(
             "notebooks/audit_paper_model.ipynb",
-            sources("dirdp/audit/first_layer.py", "dirdp/audit/canary.py", "dirdp/audit/control.py", "dirdp/audit/stats.py",
-                    "dirdp/audit/claims.py", "dirdp/methods/alg1.py", "dirdp/methods/base.py", "dirdp/loop.py",
-                    "dirdp/models.py", "dirdp/mechanism.py", "dirdp/accountant.py"),
+            CODE,
         ),
     output:
         *report_outputs(

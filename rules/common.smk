@@ -9,26 +9,21 @@ import json
 import mimetypes
 import os
 import sys
+from pathlib import Path
 
 from snakemake.settings.enums import RerunTrigger
 from snakemake.settings.types import DeploymentMethod
 
 from dirdp import methods
-from dirdp.experiments import OBJECTS, Profile, Run, missing_data_message
-from dirdp.report import object_notebook, profile_run_paths
+from workflow.experiments import OBJECTS, Profile, Run
+from workflow.missing_data import missing_data_message
+from workflow.report import object_notebook, profile_run_paths
 
 
-def sources(*paths):
-    """The source files that rules depend on: each ``dirdp/<module>.py`` as named, or, where that module is
-    a package (``dirdp/<module>/__init__.py``, which Python imports in its place), every .py file of it."""
-    out = []
-    for path in paths:
-        package = path[:-len(".py")] if path.endswith(".py") else None
-        if package and os.path.exists(os.path.join(package, "__init__.py")):
-            out += sorted(glob.glob(os.path.join(package, "**", "*.py"), recursive=True))
-        else:
-            out.append(path)
-    return out
+def sources(*folders):
+    """Every source file under ``folders``: its Python modules and the data files they read (.csv)."""
+    return sorted(str(p) for folder in folders for p in Path(folder).rglob("*")
+                  if p.suffix in (".py", ".csv") and "__pycache__" not in p.parts)
 
 
 # The interpreter of every job: the one running Snakemake (the venv of scripts/setup.sh, or the conda env of
@@ -37,11 +32,9 @@ def sources(*paths):
 PY = "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
 # what every rule declares as its software (snakemake --lint asks for one; path relative to rules/)
 ENV = "../environment.yml"
-CORE = sources("dirdp/accountant.py", "dirdp/mechanism.py", "dirdp/theory.py", "dirdp/presets.py", "dirdp/paper.py",
-               "dirdp/report/tables.py", "dirdp/provenance.py")
-REPORT = sources("dirdp/report/__init__.py", "dirdp/report/runs.py", "dirdp/run_result.py", "dirdp/report/compare.py",
-                 "dirdp/report/objects.py", "dirdp/report/plots.py", "dirdp/protocol.py", "dirdp/theory.py",
-                 "dirdp/experiments.py", "dirdp/paper.py", "dirdp/paper_accuracy.csv")
+# The code every notebook job runs: the library (dirdp/) and the workflow (workflow/), each file an input of each job
+# (with mtime as a rerun trigger, an edit anywhere reruns every notebook; without it, name the rule: -R RULE)
+CODE = sources("dirdp", "workflow")
 
 PROFILE = Profile.from_config(config)
 # Every output of a profile lives in its own folders, so that running one profile (scripts/main.sh runs quick on a

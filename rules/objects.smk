@@ -1,8 +1,8 @@
 """The paper's tables and figures that come from training runs: one notebook job per paper object
-(dirdp.experiments.OBJECTS), the baselines comparison, the width effect, the summary of every run and the headline
+(workflow.experiments.OBJECTS), the baselines comparison, the width effect, the summary of every run and the headline
 figure (every cell beside the paper, the privacy claim beside the audit). The objects that vary eps share one
 notebook (notebooks/accuracy_vs_eps.ipynb, run with object_name set to each); Table 9 and Figure 2 have their own
-(dirdp.report.object_notebook)."""
+(workflow.report.object_notebook)."""
 
 
 for _name in OBJECTS:
@@ -14,7 +14,7 @@ for _name in OBJECTS:
         input:
             deps(
                 f"notebooks/{object_notebook(_name)}.ipynb",
-                REPORT,
+                CODE,
                 run_inputs(profile_run_paths(OBJECTS[_name], PROFILE)),  # its runs, and those of `also_show` on disk
             ),
         output:
@@ -37,7 +37,7 @@ rule baselines_comparison:
     input:
         deps(
             "notebooks/baselines_comparison.ipynb",
-            REPORT,
+            CODE,
             run_inputs([p for o in ("table2_mnist", "table4_fashionmnist") for p in profile_run_paths(OBJECTS[o], PROFILE)]),
         ),
     output:
@@ -70,7 +70,7 @@ rule width_effect:
     input:
         deps(
             "notebooks/width_effect.ipynb",
-            REPORT,
+            CODE,
             run_inputs(profile_run_paths(OBJECTS["table4_fashionmnist"], PROFILE)),
             run_inputs(profile_run_paths(OBJECTS["table2_mnist"], PROFILE)),
         ),
@@ -103,7 +103,7 @@ rule precision_validation:
     input:
         deps(
             "notebooks/precision_validation.ipynb",
-            REPORT,
+            CODE,
             run_inputs(profile_run_paths(OBJECTS["table2_mnist"], PROFILE)),
         ),
     output:
@@ -135,7 +135,7 @@ rule runs_summary:
     input:
         deps(
             "notebooks/runs_summary.ipynb",
-            sources("dirdp/report/runs.py", "dirdp/run_result.py", "dirdp/protocol.py", "dirdp/paper.py"),
+            CODE,
             run_inputs(sorted(RUNS)),
         ),
     output:
@@ -168,9 +168,7 @@ rule headline:
     input:
         deps(
             "notebooks/headline.ipynb",
-            REPORT,
-            # dirdp/audit/stats.py: the trial ceiling of an audit CSV that gives none (headline._ceiling)
-            sources("dirdp/report/headline.py", "dirdp/report/headline_plot.py", "dirdp/audit/stats.py"),
+            CODE,
             run_inputs(sorted({p for o in OBJECTS.values() if o.paper_object is None
                                for p in profile_run_paths(o, PROFILE)})),
             f"{RES}/audit_canary.csv",

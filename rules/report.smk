@@ -21,15 +21,15 @@ rule index:
             f"{RES}/width_effect.csv",
             f"{RES}/headline_cells.csv",
             f"{RES}/table7_high_orders.csv",
-            sources("dirdp/report/index.py", "dirdp/report/index_audit.py", "dirdp/report/index_figures.py"),
+            CODE,
         ),
     output:
         report_outputs([f"{RES}/README.md"], "index", INDEX, "Index", "every object"),
     log:
         f"{NB_LOGS}/index.log",
     params:
-        cmd=f"{PY} -m dirdp index --results {RES} --profile {PROFILE.name} --out {RES}/README.md"
-        + (f" && {PY} -m dirdp readme --profile cpu" if PROFILE.name == "cpu" else ""),
+        cmd=f"{PY} -m workflow index --results {RES} --profile {PROFILE.name} --out {RES}/README.md"
+        + (f" && {PY} -m workflow readme --profile cpu" if PROFILE.name == "cpu" else ""),
     conda:
         ENV
     shell:

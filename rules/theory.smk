@@ -9,7 +9,7 @@ rule table6_table7_rstar:
     input:
         deps(
             "notebooks/table6_table7_rstar.ipynb",
-            CORE,
+            CODE,
         ),
     output:
         *report_outputs(
@@ -42,7 +42,7 @@ rule theorem11_kappa_variance:
     input:
         deps(
             "notebooks/theorem11_kappa_variance.ipynb",
-            CORE,
+            CODE,
         ),
     output:
         *report_outputs(
@@ -74,8 +74,7 @@ rule explore_kappa:
     input:
         deps(
             "notebooks/explore_kappa.ipynb",
-            CORE,
-            sources("dirdp/explore.py"),
+            CODE,
             sorted(glob.glob("results/runs/cpu/mnist/alg1_eps*_seed0.json")),
         ),
     output:

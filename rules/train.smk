@@ -1,4 +1,4 @@
-"""Training: one job per run of the profile (dirdp.experiments.Profile.all_runs)."""
+"""Training: one job per run of the profile (workflow.experiments.Profile.all_runs)."""
 
 
 rule train:

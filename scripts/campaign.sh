@@ -14,13 +14,13 @@
 #                                     # HEAD, every table, figure, notebook and index downstream of those runs (and
 #                                     # nothing else), copy them back, rewrite the README and docs blocks and commit; DRY=1
 #                                     # only prints the plan. Snakemake's own means: the rules whose jobs read the runs
-#                                     # (python -m dirdp.campaign.rebuild asks Snakemake) forced, train=false; no file
+#                                     # (python -m workflow.campaign.rebuild asks Snakemake) forced, train=false; no file
 #                                     # time is touched. The audit of released weights is not forced by a run
 #                                     # whose weights are not in git (full width): it cannot change. A committed
-#                                     # source file in place of a run (dirdp/report/compare.py) rebuilds what reads it
+#                                     # source file in place of a run (workflow/report/compare.py) rebuilds what reads it
 # Automated commits: one per `save` (the results, released models, runner records and the checkpoints of unfinished
 # runs, together) and one per `tables` (what the DAG rebuilt downstream of runs already saved); nothing else here, and
-# not the runner (dirdp.campaign), commits.
+# not the runner (workflow.campaign), commits.
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
 # (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides), and
 # the runner holds each next start back while there are some. K=1 bash scripts/campaign.sh start for one.
@@ -57,20 +57,20 @@ case "${1:-start}" in
     fi
     clean=--require-clean
     [ "${ALLOW_DIRTY:-0}" = 1 ] && clean=
-    setsid nohup "$PY" -m dirdp campaign run --config "$CONFIG" --k "${K:-2}" --budget 0 --no-tests --no-bench $clean \
+    setsid nohup "$PY" -m workflow campaign run --config "$CONFIG" --k "${K:-2}" --budget 0 --no-tests --no-bench $clean \
       >> "$LOG" 2>&1 < /dev/null &
     echo $! > "$PIDFILE"
     echo "campaign: runner $(cat "$PIDFILE") started; log $LOG"
     sleep 3
-    "$PY" -m dirdp campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG"
     ;;
   status)
     running && echo "runner: pid $(cat "$PIDFILE")" || echo "runner: not running"
-    "$PY" -m dirdp campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG"
     ;;
   stop)
     stop
-    "$PY" -m dirdp campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG"
     ;;
   save)
     stop
@@ -81,21 +81,21 @@ case "${1:-start}" in
     mapfile -t unkept < <(find "results/runs/$profile" -name '*.model.pt' | sort | while read -r w; do
       j="${w%.model.pt}.json"; if [ -f "$j" ] && git check-ignore -q "$w"; then echo "$j"; fi; done)
     if [ ${#unkept[@]} -gt 0 ]; then
-      "$PY" -m dirdp membership "${unkept[@]}" \
+      "$PY" -m workflow membership "${unkept[@]}" \
         || echo "campaign: not every membership record was made (above); the results are saved regardless" >&2
     fi
     paths=("results/runs/$profile")
     [ -n "$(ls -A "results/campaign/$profile" 2>/dev/null)" ] && paths+=("results/campaign/$profile")  # runner records
     git add -A -- "${paths[@]}"   # results, released models, runner records, a finished run's deleted checkpoint
     find "results/runs/$profile" -name '*.ckpt.pt' -print0 | xargs -0 -r git add -f --   # unfinished runs
-    "$PY" -c "import pathlib; from dirdp.campaign.travel import over_size_cap as f; m = f(pathlib.Path.cwd()); m and print('campaign: warning: ' + m)" >&2
+    "$PY" -c "import pathlib; from workflow.campaign.travel import over_size_cap as f; m = f(pathlib.Path.cwd()); m and print('campaign: warning: ' + m)" >&2
     if git diff --cached --quiet -- "${paths[@]}"; then
       echo "campaign: nothing new to commit"
     else
       git commit -q -m "campaign ($profile): results and checkpoints as of $(date -u +%Y-%m-%dT%H:%MZ)" -- "${paths[@]}"
       echo "campaign: committed $(git rev-parse --short HEAD)"
     fi
-    "$PY" -m dirdp campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG"
     ;;
   tables)
     shift
@@ -113,7 +113,7 @@ case "${1:-start}" in
     # the rules whose jobs read those runs, asked of Snakemake in the checkout (a dry run lists each job's inputs;
     # train=false: the runs are inputs, no train job); forced, Snakemake reruns them and everything downstream of them
     # (the index after a table), nothing else
-    found=$(cd "$wt" && PYTHONPATH="$wt" "$repo/$PY" -m dirdp.campaign.rebuild --configfile "$CONFIG" "$@") || exit 2
+    found=$(cd "$wt" && PYTHONPATH="$wt" "$repo/$PY" -m workflow.campaign.rebuild --configfile "$CONFIG" "$@") || exit 2
     mapfile -t rules <<< "$found"
     [ -n "$found" ] || { echo "campaign: no job reads these runs: nothing to rebuild"; exit 0; }
     echo "campaign: forcing the rules that read these runs (and so what is downstream of them): ${rules[*]}"
@@ -127,7 +127,7 @@ case "${1:-start}" in
     for e in "${entries[@]}"; do changed+=("${e:3}"); done
     for f in "${changed[@]}"; do mkdir -p "$(dirname "$f")"; cp "$wt/$f" "$f"; done
     profile=$("$PY" -c "import yaml; print(yaml.safe_load(open('$CONFIG'))['profile'])")
-    "$PY" -m dirdp readme --profile "$profile"
+    "$PY" -m workflow readme --profile "$profile"
     git add -- "${changed[@]}" README.md docs
     git commit -q -m "results ($profile): tables, figures and index downstream of $(echo "$@" | sed "s#results/runs/$profile/##g") (clean checkout of ${head:0:8}); README and docs blocks regenerated"
     echo "campaign: committed $(git rev-parse --short HEAD): ${#changed[@]} files"

@@ -11,7 +11,7 @@
 #                         in place there so that the runs resume
 #   .gpu/COMMIT           the commit the campaign's results will record in their provenance
 #   .gpu/TRAVEL.json      what the copy to the node weighs (the working tree + .gpu/) and the size cap it was
-#                         checked against (python -m dirdp.campaign.travel)
+#                         checked against (python -m workflow.campaign.travel)
 # Then refuses when that copy would weigh more than the size cap, naming what to drop. The cap, in MiB:
 # DIRDP_SIZE_CAP_MIB, default 15/16 of DIRDP_TRANSFER_LIMIT_MIB (the most your copy to the node may weigh, default
 # 64), so 60 MiB; without a limit on the copy, set both high.
@@ -53,11 +53,11 @@ done
 "$PY" - <<'PYEOF'
 import sys
 from pathlib import Path
-from dirdp.campaign.travel import WHEELS_BYTES_MAX
+from workflow.campaign.travel import WHEELS_BYTES_MAX
 size = sum(p.stat().st_size for p in Path(".gpu/wheels").glob("*.whl"))
 if size > WHEELS_BYTES_MAX:
     sys.exit(f"gpu_prepare: the wheels in .gpu/wheels weigh {size:,} bytes, over the {WHEELS_BYTES_MAX:,} that "
-             "dirdp.campaign.travel budgets: remove stale versions (rm -r .gpu/wheels) or raise the bound")
+             "workflow.campaign.travel budgets: remove stale versions (rm -r .gpu/wheels) or raise the bound")
 PYEOF
 if [ -d results/runs/gpu ]; then
   (cd results/runs/gpu && find . -name '*.ckpt.pt' -print0 | while IFS= read -r -d '' f; do
@@ -71,7 +71,7 @@ if [ -n "$dirty" ] && [ "${FORCE:-0}" != 1 ]; then
 fi
 echo "$(git rev-parse HEAD)${dirty:++dirty}" > .gpu/COMMIT
 echo '{}' > .gpu/TRAVEL.json
-"$PY" -m dirdp.campaign.travel --carry .gpu --write .gpu/TRAVEL.json.new
+"$PY" -m workflow.campaign.travel --carry .gpu --write .gpu/TRAVEL.json.new
 mv .gpu/TRAVEL.json.new .gpu/TRAVEL.json
 echo "gpu_prepare: .gpu/ ready (data: $DATASETS; commit $(cat .gpu/COMMIT); Opacus $OPACUS)."
 if [ -n "${BUNDLE:-}" ]; then   # one tar of what the node needs: the working tree (no .git) and .gpu/

@@ -45,7 +45,7 @@ BUNDLE="$WORK/bundle.tar" bash scripts/gpu_prepare.sh
 say "unpack the bundle as on the node (tracked + untracked-not-ignored + .gpu, no .git) into $WORK/tree"
 tar -xf "$WORK/bundle.tar" -C "$WORK/tree"
 bytes=$(find "$WORK/tree" -type f -printf '%s\n' | awk '{s+=$1} END {print s}')
-cap=$(PYTHONPATH="$REPO" "$PY" -c "from dirdp.campaign.travel import size_cap; print(size_cap())")
+cap=$(PYTHONPATH="$REPO" "$PY" -c "from workflow.campaign.travel import size_cap; print(size_cap())")
 say "size on the node: $bytes bytes ($(awk -v b="$bytes" 'BEGIN {printf "%.2f", b/1048576}') MiB; size cap $cap bytes)"
 [ "$bytes" -le "$cap" ] || { echo "rehearsal: $bytes bytes, over the size cap ($cap)" >&2; exit 2; }
 
@@ -71,11 +71,11 @@ PYEOF
 say "unpack into a clean clone of HEAD ($WORK/clone)"
 git clone -q "$REPO" "$WORK/clone"
 cd "$WORK/clone"
-if PYTHONPATH="$WORK/clone" "$PY" -m dirdp campaign unpack "$WORK/out" --into "$WORK/clone" 2> "$WORK/refused.txt"; then
+if PYTHONPATH="$WORK/clone" "$PY" -m workflow campaign unpack "$WORK/out" --into "$WORK/clone" 2> "$WORK/refused.txt"; then
   echo "rehearsal: a smoke pack was unpacked without --allow-smoke" >&2; exit 1
 fi
 say "refused as it should be: $(cat "$WORK/refused.txt")"
-PYTHONPATH="$WORK/clone" "$PY" -m dirdp campaign unpack "$WORK/out" --into "$WORK/clone" --allow-smoke | tee "$WORK/unpacked.txt"
+PYTHONPATH="$WORK/clone" "$PY" -m workflow campaign unpack "$WORK/out" --into "$WORK/clone" --allow-smoke | tee "$WORK/unpacked.txt"
 n=0
 while read -r f; do
   cmp -s "$WORK/clone/$f" "$WORK/tree/$f" || { echo "rehearsal: $f differs from the node copy's" >&2; exit 1; }
@@ -83,5 +83,5 @@ while read -r f; do
 done < <(sed -n 's/^  //p' "$WORK/unpacked.txt")
 say "$n unpacked file(s), each identical to the node copy's"
 [ -z "$(git status --porcelain --untracked-files=no)" ] || { echo "rehearsal: the unpack changed tracked files" >&2; exit 1; }
-PYTHONPATH="$WORK/clone" "$PY" -m dirdp campaign status --config config/gpu.yaml --workdir "$WORK/clone" | sed -n 1p
+PYTHONPATH="$WORK/clone" "$PY" -m workflow campaign status --config config/gpu.yaml --workdir "$WORK/clone" | sed -n 1p
 say "done: $WORK"

@@ -21,7 +21,7 @@ if [ -n "${PROFILE:-}" ]; then
   args+=(--configfile "config/$PROFILE.yaml")
 fi
 bash scripts/setup.sh
-.venv/bin/python -m dirdp.snakemake_args "${args[@]}" "$@" || exit 2
+.venv/bin/python -m workflow.snakemake_args "${args[@]}" "$@" || exit 2
 # the data: $DIRDP_DATA, else ../shared/datasets where this checkout has the offline copies beside it, else ./data
 if [ -z "${DIRDP_DATA:-}" ] && [ -d ../shared/datasets ]; then export DIRDP_DATA="$(cd ../shared/datasets && pwd)"; fi
 [ -z "${PROFILE:-}" ] || echo "dirdp: running the '$PROFILE' profile (config/$PROFILE.yaml)"

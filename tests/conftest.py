@@ -34,7 +34,7 @@ def copy_results(tmp_path: Path) -> Path:
 def copy_pages(tmp_path: Path, results: Path) -> Path:
     """The README and docs/ copied beside each other into ``tmp_path``, their blocks written from ``results``: the
     copy's README."""
-    from dirdp.report import readme
+    from workflow.report import readme
 
     shutil.copy(REPO / "README.md", tmp_path / "README.md")
     shutil.copytree(REPO / "docs", tmp_path / "docs")

@@ -171,7 +171,7 @@ def test_latent_audit_refutes_uer_and_not_randomized_response(mnist_images, mech
 @pytest.mark.parametrize("method", ["alg1", "dpsgd"])
 def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mirror_root, monkeypatch, method):
     """Also for DP-SGD, whose released Inception has GroupNorm in place of BatchNorm."""
-    from dirdp import training
+    from dirdp import loop, training
 
     monkeypatch.setenv("DIRDP_DATA", str(mirror_root))
     cfg = training.make_config("mnist", 1.0, 0, method=method, steps=3, q=0.01, width=0.125, train_subset=500,
@@ -179,9 +179,9 @@ def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mi
     data = training.load_data(cfg, mirror_root)
     res = training.train(cfg, tmp_path / "run.json", data=data, progress=False)
     net, data2 = training.load_trained(tmp_path / "run.json")
-    assert training.params_sha256(net) == res["params_sha256"] and not net.training
+    assert loop.params_sha256(net) == res["params_sha256"] and not net.training
     assert torch.equal(data2["train"].x, data["train"].x) and len(data2["train"]) == 500
-    assert training.accuracy(net, data["test"]) == res["test_accuracy"]
+    assert loop.accuracy(net, data["test"]) == res["test_accuracy"]
 
 
 @pytest.mark.parametrize("norm", ["batch", "group"])
@@ -225,11 +225,11 @@ def _copy_run(run: Path, to: Path, *, weights: bool = True) -> Path:
     """The result (and its weights unless ``weights`` is False) copied into ``to``; the copy's result path."""
     import shutil
 
-    from dirdp.audit import membership
+    from dirdp import run_result
 
     shutil.copy(run, to / run.name)
     if weights:
-        shutil.copy(membership.weights_path(run), membership.weights_path(to / run.name))
+        shutil.copy(run_result.weights_path(run), run_result.weights_path(to / run.name))
     return to / run.name
 
 
@@ -237,15 +237,16 @@ def test_a_released_models_row_is_kept_in_its_record_and_read_back_without_the_w
                                                                                         mirror_root):
     """With store, the row computed from the weights is written beside the run (X.json.membership); the weights gone
     (full width: not in git), the same row comes back from the record, which says where and when it was made."""
-    from dirdp.audit import membership
+    from dirdp import run_result
+    from workflow.audit import released
 
     run = _copy_run(released_run, tmp_path)
-    row, row_from = audit.released_model_row(run, n=50, seed=0, data_root=mirror_root, store=True)
-    record = membership.record_path(run)
+    row, row_from = released.released_model_row(run, n=50, seed=0, data_root=mirror_root, store=True)
+    record = released.record_path(run)
     assert record.name == "run.json.membership" and record.exists() and "kept in" in row_from
     assert row == audit.released_model_mia(run, n=50, seed=0, data_root=mirror_root)  # the same code, same machine
-    membership.weights_path(run).unlink()
-    again, again_from = audit.released_model_row(run, n=50, seed=0, store=True)
+    run_result.weights_path(run).unlink()
+    again, again_from = released.released_model_row(run, n=50, seed=0, store=True)
     assert again_from.startswith(str(record)) and " at " in again_from and "cpu" in again_from
     assert again.keys() == row.keys() and all(again[k] == pytest.approx(row[k]) if isinstance(row[k], float)
                                               else again[k] == row[k] for k in row)
@@ -258,27 +259,29 @@ def test_a_record_made_for_other_weights_n_or_code_gives_no_row_without_the_weig
     reason names what differs. Without store nothing is written."""
     import json
 
+    from dirdp import run_result
     from dirdp.audit import membership
+    from workflow.audit import released
 
     run = _copy_run(released_run, tmp_path)
-    row, row_from = audit.released_model_row(run, n=40, seed=0, data_root=mirror_root)
-    assert row_from == "the weights" and not membership.record_path(run).exists()
-    audit.released_model_row(run, n=40, seed=0, data_root=mirror_root, store=True)
-    kept = membership.record_path(run).read_text()
-    membership.weights_path(run).unlink()
-    row, why = audit.released_model_row(run, n=50, seed=0)
+    row, row_from = released.released_model_row(run, n=40, seed=0, data_root=mirror_root)
+    assert row_from == "the weights" and not released.record_path(run).exists()
+    released.released_model_row(run, n=40, seed=0, data_root=mirror_root, store=True)
+    kept = released.record_path(run).read_text()
+    run_result.weights_path(run).unlink()
+    row, why = released.released_model_row(run, n=50, seed=0)
     assert row is None and "another n" in why and "weights are not in this checkout" in why
-    assert audit.released_model_row(run, n=40, seed=1)[0] is None
-    assert audit.released_model_row(run, n=40, seed=0)[0] is not None
+    assert released.released_model_row(run, n=40, seed=1)[0] is None
+    assert released.released_model_row(run, n=40, seed=0)[0] is not None
     res = json.loads(run.read_text())
     run.write_text(json.dumps(dict(res, params_sha256="0" * 64)))  # retrained: other weights
-    row, why = audit.released_model_row(run, n=40, seed=0)
+    row, why = released.released_model_row(run, n=40, seed=0)
     assert row is None and "params_sha256" in why
     run.write_text(json.dumps(res))
     monkeypatch.setattr(membership, "code_sha256", lambda: "other code")
-    row, why = audit.released_model_row(run, n=40, seed=0)
+    row, why = released.released_model_row(run, n=40, seed=0)
     assert row is None and "code_sha256" in why
-    assert membership.record_path(run).read_text() == kept  # a reader never rewrites a record
+    assert released.record_path(run).read_text() == kept  # a reader never rewrites a record
 
 
 def test_a_records_code_hash_ignores_docstrings_comments_and_layout_not_what_the_code_does():
@@ -294,12 +297,25 @@ def test_a_records_code_hash_ignores_docstrings_comments_and_layout_not_what_the
     assert len(membership.code_sha256()) == 64
 
 
+def test_the_committed_records_were_made_by_this_code():
+    """The committed membership records (the paper-width rows, whose weights are not in git) stay valid: this code's
+    fingerprint is the one they were made by, so the audit of the released models reads them back."""
+    import json
+
+    from dirdp.audit import membership
+
+    records = sorted((Path(__file__).resolve().parents[1] / "results" / "runs").glob("*/*/*.json.membership"))
+    if not records:
+        pytest.skip("no committed membership record in this checkout")
+    assert {json.loads(p.read_text())["key"]["code_sha256"] for p in records} == {membership.code_sha256()}
+
+
 def test_membership_command_keeps_each_row_and_refuses_a_run_without_weights_or_record(released_run, tmp_path,
                                                                                        mirror_root, capsys):
     """python -m dirdp membership RUN.json: writes the record, says the AUC; a run with neither weights nor record,
     or a file that is no result, is one line and exit 2 before any model is audited."""
-    from dirdp.__main__ import main
-    from dirdp.audit import membership
+    from workflow.__main__ import main
+    from workflow.audit import released
 
     here = tmp_path / "here"
     gone = tmp_path / "gone"
@@ -308,16 +324,16 @@ def test_membership_command_keeps_each_row_and_refuses_a_run_without_weights_or_
     assert main(["membership", str(run), str(weightless), "--n", "30", "--data-root", str(mirror_root)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "run.model.pt: not here" in err and "Traceback" not in err
-    assert not membership.record_path(run).exists()  # refused before any work
+    assert not released.record_path(run).exists()  # refused before any work
     junk = tmp_path / "junk.json"
     junk.write_text("{}")
     assert main(["membership", str(junk)]) == 2 and "not a run's result" in capsys.readouterr().err
     assert main(["membership", str(run), "--n", "0"]) == 2 and "--n must be" in capsys.readouterr().err
     assert main(["membership", str(run), "--n", "30", "--data-root", str(mirror_root)]) == 0
     out = capsys.readouterr().out
-    assert "AUC 0." in out and "kept in" in out and membership.record_path(run).exists()
+    assert "AUC 0." in out and "kept in" in out and released.record_path(run).exists()
     assert main(["membership", str(run), "--n", "30"]) == 0  # kept: read back, nothing computed
-    assert "from " + str(membership.record_path(run)) in capsys.readouterr().out
+    assert "from " + str(released.record_path(run)) in capsys.readouterr().out
 
 
 def test_ties_are_broken_at_random_not_counted_half_or_admitted_together():

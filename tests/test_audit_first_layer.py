@@ -1,4 +1,4 @@
-"""The audit on the paper's own model (dirdp.audit.first_layer, dirdp.audit.control.dpsgd_control): a zero record
+"""The audit on the paper's own model (workflow.audit.first_layer, dirdp.audit.control.dpsgd_control): a zero record
 never moves the bias-free first convolution nor the first running mean under the training code as it is, the canary
 does; the trial records resume; the rows' bounds are the statistics' own; and the DP-SGD control has power without
 exceeding DP-SGD's own epsilon."""
@@ -10,9 +10,10 @@ import pytest
 import torch
 from scipy import stats
 
-from dirdp.audit import canary, control, first_layer
+from dirdp.audit import canary, control
 from dirdp.audit.stats import audit_threshold, epsilon_lower_bound
 from dirdp.data import load
+from workflow.audit import first_layer
 
 from conftest import pinned_torch_threads
 

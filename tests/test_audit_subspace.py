@@ -1,4 +1,4 @@
-"""The subspace canary test (dirdp.audit.subspace) on a tiny model: Algorithm 1's update has no component
+"""The subspace canary test (workflow.audit.subspace) on a tiny model: Algorithm 1's update has no component
 outside the span of D's Jacobians (world 0 at round-off), the canary's has (world 1, orders of magnitude
 above), for both adjacencies; DP-SGD's Gaussian noise fills the complement in both worlds alike; the
 held-out epsilon lower bound beats Algorithm 1's claimed epsilon at q = 1 and does not beat DP-SGD's."""
@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from dirdp import accountant
-from dirdp.audit import canary, subspace, subspace_setup
+from dirdp.audit import canary
 from dirdp.presets import PRESETS
+from workflow.audit import subspace, subspace_rows, subspace_setup
 
 from conftest import pinned_torch_threads
 
@@ -35,7 +36,7 @@ def one_step(problem):
 
 @pytest.fixture(scope="module")
 def rows(one_step):
-    return {(r["method"], r["adjacency"]): r for r in subspace.audit_rows(one_step)}
+    return {(r["method"], r["adjacency"]): r for r in subspace_rows.audit_rows(one_step)}
 
 
 def test_the_claim_at_q1_is_lemma9_at_the_papers_rstar():
@@ -119,7 +120,7 @@ def test_several_steps_at_q_below_one_detect_exactly_the_runs_that_sample_the_ca
     assert float(v["world0"].max()) < 1e-12  # S_t recomputed at each step's parameters
     assert torch.equal(v["world1"] > 1e-8, v["sampled1"])
     assert 0 < int(v["sampled1"].sum()) < 8  # (this seed) both cases occur: the test sees each
-    row = subspace.audit_rows(res)[0]
+    row = subspace_rows.audit_rows(res)[0]
     assert row["T"] == 3 and row["exact_bound"] == pytest.approx(canary.never_sampled_bound(q=0.2, steps=3,
                                                                                            delta=1e-5))
     r = res["claims"]["alg1"].r
@@ -127,7 +128,7 @@ def test_several_steps_at_q_below_one_detect_exactly_the_runs_that_sample_the_ca
 
 
 def test_a_row_whose_trials_cannot_reach_the_claim_says_so():
-    from dirdp.audit.subspace import verdict
+    from workflow.audit.claims import verdict
     assert verdict(1.84, 0.93, 1.84) == "claim violated"
     assert verdict(0.0, 0.92, 0.81) == "too few trials to test the claim"   # a perfect separation certifies 0.81
     assert verdict(0.92, 0.92, 0.92) == "too few trials to test the claim"
@@ -140,7 +141,7 @@ def test_the_matched_claims_are_the_hand_computed_ones():
     """At the paper's q and T = 1,000 the add/remove claim is Theorem 10's 0.926551195452308 (recomputed in 50-digit
     arithmetic by an independent review) and replace-one is its group-privacy conversion (2 eps, (1 + e^eps) delta) =
     (1.853102..., 3.5257832e-5); at q = 1 replace-one is Lemma 9's claim and add/remove has none."""
-    from dirdp.audit.claims import matched_claim
+    from workflow.audit.claims import matched_claim
 
     p = PRESETS["mnist"]
     c = subspace_setup.claim("alg1", q=p.q, steps=1000)
@@ -182,7 +183,7 @@ def test_the_final_model_statistic_on_a_tiny_model(problem):
     hit = v["sampled1"]
     assert float(v["final1"][hit].median()) > 10 * float(v["final0"].median())
     assert bool(torch.isnan(d["world0"]).all()) and bool((d["final0"] > 0.1).all())  # noise everywhere
-    sees = {(r["method"], r["adversary_sees"]) for r in subspace.audit_rows(res)}
+    sees = {(r["method"], r["adversary_sees"]) for r in subspace_rows.audit_rows(res)}
     assert sees == {("alg1", "every update"), ("alg1", "final model"), ("dpsgd", "final model")}
     never = subspace.subspace_residuals(*TINY, methods=("alg1",), adjacencies=("add",), q=1e-9, steps=2, trials=2,
                                         problem=problem, seed=0)[("alg1", "add")]

@@ -92,9 +92,12 @@ def test_each_bad_input_gets_what_the_docs_say(cmd, rc, says, places, capsys, mo
         proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), *argv[1:]], capture_output=True,
                               text=True, cwd=REPO, env=env)
         code, err = proc.returncode, proc.stdout + proc.stderr
-    else:
+    else:  # in this process; a command of the workflow as the python -m workflow process it is handed to runs it
         from dirdp.__main__ import main
+        from dirdp.cli import WORKFLOW_COMMANDS
+        from workflow.__main__ import main as workflow_main
 
+        main = workflow_main if argv[3] in WORKFLOW_COMMANDS else main
         monkeypatch.setenv("DIRDP_DATA", fill["empty"])
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

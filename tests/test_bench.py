@@ -1,4 +1,4 @@
-"""dirdp.bench's GPU-campaign benchmark, run here on CPU at a tiny width, and its projections."""
+"""workflow.bench's GPU-campaign benchmark, run here on CPU at a tiny width, and its projections."""
 
 import math
 import sys
@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from dirdp import bench
-from dirdp.experiments import Profile
+from workflow.bench import campaign as bench_campaign
+from workflow.bench import projection
+from workflow.experiments import Profile
 
 pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing")
 PAPER = Path(__file__).resolve().parents[1] / "config" / "paper.yaml"
@@ -17,7 +18,7 @@ FIELDS = {"model", "width", "batch", "precision", "device", "nonprivate_s", "alg
 
 @pytest.fixture(scope="module")
 def rows():
-    return bench.campaign_bench(("resnet9",), device="cpu", width=0.0625, reps=1, warmup=0)
+    return bench_campaign.campaign_bench(("resnet9",), device="cpu", width=0.0625, reps=1, warmup=0)
 
 
 def test_campaign_rows_time_every_method_at_both_precisions(rows):
@@ -35,7 +36,7 @@ def test_campaign_rows_time_every_method_at_both_precisions(rows):
 def test_campaign_without_opacus_still_times_the_rest(monkeypatch):
     for name in [k for k in sys.modules if k == "opacus" or k.startswith("opacus.")] + ["opacus"]:
         monkeypatch.setitem(sys.modules, name, None)  # any `import opacus...` now raises ImportError
-    (row,) = bench.campaign_bench(("resnet9",), device="cpu", width=0.0625, reps=1, warmup=0, precisions=("fp32",))
+    (row,) = bench_campaign.campaign_bench(("resnet9",), device="cpu", width=0.0625, reps=1, warmup=0, precisions=("fp32",))
     assert row["dpsgd_s"] is None and row["dpsgd_over_algorithm1"] is None and row["peak_mem_gib"]["dpsgd"] is None
     assert row["dpsgd_note"].startswith("opacus not importable")
     assert row["nonprivate_s"] > 0 and row["algorithm1_s"] > 0 and row["algorithm1_over_nonprivate"] > 0
@@ -43,7 +44,7 @@ def test_campaign_without_opacus_still_times_the_rest(monkeypatch):
 
 def test_unknown_precision_is_refused():
     with pytest.raises(ValueError, match="unknown precision"):
-        bench.campaign_bench(("resnet9",), device="cpu", width=0.0625, precisions=("fp16",))
+        bench_campaign.campaign_bench(("resnet9",), device="cpu", width=0.0625, precisions=("fp16",))
 
 
 def row(model, precision="fp32", width=1.0, *, nonprivate, alg1, dpsgd, batch=250):
@@ -61,18 +62,18 @@ def test_projection_is_steps_times_seconds_per_step_and_counts_what_it_cannot_pr
     rows = [row("inception", nonprivate=0.01, alg1=0.02, dpsgd=0.05),
             row("inception", "bf16+cl", nonprivate=9.0, alg1=9.0, dpsgd=9.0),  # another precision: ignored
             row("inception", width=0.5, nonprivate=7.0, alg1=7.0, dpsgd=7.0)]  # another width: ignored
-    p = bench.project(rows, prof)
+    p = projection.project(rows, prof)
     assert p["n_runs"] == 8 and p["n_projected"] == 4
     assert p["profile_serial_s"] == pytest.approx(2 * 100 * 0.02 + 2 * 100 * 0.01)
     assert {n["reason"]: n["runs"] for n in p["not_projected"]} == {
         "LATENT: its own model and training, not benchmarked": 2, "no fp32 row for papernot_cnn at width 1": 2}
     assert p["table1_cell_s"] is None  # no ResNet-18 row
     # Papernot's CNN benchmarked: tempered DP-SGD projected from its dpsgd_s
-    p = bench.project(rows + [row("papernot_cnn", nonprivate=0.001, alg1=0.002, dpsgd=0.03)], prof)
+    p = projection.project(rows + [row("papernot_cnn", nonprivate=0.001, alg1=0.002, dpsgd=0.03)], prof)
     assert p["n_projected"] == 6 and p["profile_serial_s"] == pytest.approx(6.0 + 2 * 100 * 0.03)
     assert {(b["method"], b["runs"]) for b in p["breakdown"]} == {("alg1", 4), ("tempered", 2)}
     # bf16 rows at bf16+cl
-    p = bench.project(rows, prof, precision="bf16+cl")
+    p = projection.project(rows, prof, precision="bf16+cl")
     assert p["profile_serial_s"] == pytest.approx(2 * 100 * 9.0 + 2 * 100 * 9.0)
 
 
@@ -81,7 +82,7 @@ def test_projection_scales_larger_batches_and_reports_missing_dpsgd():
                                 "grids": {"table9_sampling_rate": {"seeds": 1, "q_grid": [0.001, 0.01]},
                                           "table5_svhn": {"seeds": 1, "eps": [1], "baselines": {"dpsgd": [1]}}}})
     rows = [row("resnet18", nonprivate=0.04, alg1=0.05, dpsgd=None)]
-    p = bench.project(rows, prof)
+    p = projection.project(rows, prof)
     # Table 9 (T = 20000, eps 4): q = 0.001 is a batch of 50 (kept at the benchmarked 250's time),
     # q = 0.01 one of 500 (twice it); SVHN Algorithm 1 at eps 1: T = 11722; its DP-SGD run has no time
     assert p["profile_serial_s"] == pytest.approx(20000 * 0.05 * (1 + 2) + 11722 * 0.05)
@@ -92,7 +93,7 @@ def test_projection_scales_larger_batches_and_reports_missing_dpsgd():
 
 def test_table1_cell_and_the_paper_profile():
     rows = [row("resnet18", nonprivate=0.04, alg1=0.05, dpsgd=0.3), row("inception", nonprivate=0.01, alg1=0.02, dpsgd=0.1)]
-    p = bench.project(rows, PAPER)
+    p = projection.project(rows, PAPER)
     assert p["table1_cell_s"] == pytest.approx(20000 * 0.05) and p["table1_steps"] == 20000
     assert p["n_runs"] == len(Profile.load(PAPER).all_runs()) > 1000
     assert p["n_projected"] + sum(n["runs"] for n in p["not_projected"]) == p["n_runs"]
@@ -103,8 +104,8 @@ def test_table1_cell_and_the_paper_profile():
 
 
 def test_print_campaign_bench(rows, capsys):
-    p = bench.project([dict(r, width=1.0, model="resnet18") for r in rows], PAPER)
-    bench.print_campaign_bench(rows, p)
+    p = projection.project([dict(r, width=1.0, model="resnet18") for r in rows], PAPER)
+    projection.print_campaign_bench(rows, p)
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert sum(line.startswith("resnet9") for line in lines) == 2 and "bf16+cl" in out
@@ -116,7 +117,7 @@ def test_print_campaign_bench(rows, capsys):
 # the CPU precision sweep (python -m dirdp bench --sweep)
 
 def test_the_sweep_times_every_configuration_against_its_own_peak():
-    from dirdp.bench import sweep
+    from workflow.bench import sweep
 
     res = sweep.sweep(widths=(0.0625,), threads=(1,), reps=1, warmup=0, progress=False)
     rows = res["rows"]
@@ -137,7 +138,7 @@ def test_the_sweep_times_every_configuration_against_its_own_peak():
 def test_flops_of_a_step_are_counted_forward_and_backward():
     import torch
 
-    from dirdp.bench import sweep
+    from workflow.bench import sweep
 
     net = torch.nn.Linear(30, 20, bias=False)
     x, y = torch.randn(8, 30), torch.randint(0, 20, (8,))
@@ -148,7 +149,7 @@ def test_flops_of_a_step_are_counted_forward_and_backward():
 def test_the_load_meter_sees_other_processes_and_a_busy_machine_refuses_results_json(tmp_path):
     import subprocess
 
-    from dirdp.bench import sweep
+    from workflow.bench import sweep
 
     meter = sweep.LoadMeter().start()
     subprocess.run([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1: pass"],

@@ -1,4 +1,4 @@
-"""The campaign machinery (dirdp.campaign): queue order, K at a time, budget cut-off with checkpoint and
+"""The campaign machinery (workflow.campaign): queue order, K at a time, budget cut-off with checkpoint and
 resume, pack and unpack. The GPU campaign's --smoke mode is the same code on CPU with 4-step runs."""
 
 import gzip
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from dirdp import campaign
-from dirdp.experiments import Profile
+from workflow import campaign
+from workflow.experiments import Profile
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -203,29 +203,29 @@ def test_a_run_with_more_threads_takes_as_many_slots_and_the_queue_keeps_its_ord
     assert any(m.startswith(f"started   {wide} (1 running, 1 queued, 2 threads)") for m in said), said
     threads = [[s["torch_threads"] for s in json.loads(j.out.read_text())["provenance"]["sessions"]] for j in jobs]
     assert threads == [[1], [2], [1]]
-    from dirdp import profile_schema
+    from workflow import profile_schema
 
     overlay = {"training": {"threads_by_width": [{"width": 1}]}}  # a width without its threads
     assert profile_schema.errors(overlay, partial=True) == ["training.threads_by_width.0: 'threads' is a required property"]
 
 
 def test_a_run_someone_else_is_training_is_left_alone(tiny_root, tmp_path):
-    from dirdp import training
+    from dirdp import runfile
 
     out = tmp_path / "runs" / "x.json"
     out.parent.mkdir(parents=True)
-    holder = training._lock(out)
+    holder = runfile._lock(out)
     try:
-        assert training.is_running(out)
+        assert runfile.is_running(out)
         with pytest.raises(ValueError, match="another process is training"):
-            training._lock(out)
+            runfile._lock(out)
         args = [sys.executable, "-m", "dirdp", "train", "--dataset", "mnist", "--eps", "1", "--steps", "2",
                 "--width", "0.0625", "--out", str(out)]
         done = subprocess.run(args, cwd=REPO, env=_env(tiny_root), capture_output=True, text=True, timeout=300)
         assert done.returncode == 2 and "another process is training" in done.stderr and "Traceback" not in done.stderr
     finally:
         holder.close()
-    assert not training.is_running(out)
+    assert not runfile.is_running(out)
 
 
 def test_pack_leaves_out_what_does_not_fit_and_says_so(tmp_path):
@@ -321,7 +321,7 @@ def test_a_checkpoint_is_packed_only_if_the_next_bundle_can_take_it(tmp_path):
 def test_the_pack_bounds_reach_the_campaign(monkeypatch):
     """--pack-parts and --pack-part-mib (the bound on what comes back from a GPU node) go to run_campaign; without
     them the pack is at most 4 files of 15.5 MiB."""
-    from dirdp.__main__ import main
+    from workflow.__main__ import main
 
     seen = []
     monkeypatch.setattr(campaign, "run_campaign", lambda *a, **kw: seen.append(kw) or dict(runs=[]))

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 from dirdp import training
-from dirdp.audit import membership
+from dirdp.run_result import weights_path
+from workflow.audit import released
 
 REPO = Path(__file__).resolve().parents[1]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
@@ -33,7 +34,7 @@ def test_save_commits_the_membership_record_of_a_run_whose_weights_stay_out_of_g
     training.train(cfg, full, data=training.load_data(cfg, mirror_root), progress=False)
     reduced = runs / "alg1_eps1_seed7.json"  # its weights are committed: the audit reads them, no record
     shutil.copy(full, reduced)
-    shutil.copy(membership.weights_path(full), membership.weights_path(reduced))
+    shutil.copy(weights_path(full), weights_path(reduced))
     env = dict(os.environ, DIRDP_DATA=str(mirror_root), OMP_NUM_THREADS="1")
     env.pop("PYTHONPATH", None)
     env["PYTHONPATH"] = str(REPO)  # this checkout's dirdp (the fixture holds no package)
@@ -42,10 +43,10 @@ def test_save_commits_the_membership_record_of_a_run_whose_weights_stay_out_of_g
     committed = subprocess.run(["git", "show", "--name-only", "--format=%s", "HEAD"], cwd=work, capture_output=True,
                                text=True, check=True).stdout.split("\n")
     assert committed[0].startswith("campaign (cpu): results and checkpoints as of"), proc.stdout + proc.stderr
-    record = str(membership.record_path(full).relative_to(work))
+    record = str(released.record_path(full).relative_to(work))
     assert record in committed and str(full.relative_to(work)) in committed
-    assert str(membership.weights_path(full).relative_to(work)) not in committed  # still out of git
-    assert str(membership.weights_path(reduced).relative_to(work)) in committed
-    assert not membership.record_path(reduced).exists()
-    assert membership.why_no_record(full, n=membership.RELEASED_MODELS_N, seed=0) is None  # the DAG's n and seed
+    assert str(weights_path(full).relative_to(work)) not in committed  # still out of git
+    assert str(weights_path(reduced).relative_to(work)) in committed
+    assert not released.record_path(reduced).exists()
+    assert released.why_no_record(full, n=released.RELEASED_MODELS_N, seed=0) is None  # the DAG's n and seed
     assert "AUC 0." in proc.stdout

@@ -153,11 +153,15 @@ def test_bad_train_arguments_are_refused_before_any_work(flags, match, tmp_path,
 # ------------------------------------------------------------------ bad input: exit 2, one `error:` line, nothing lost
 
 def cli(argv):
-    """``python -m dirdp <argv>`` in this process: its exit status (argparse's SystemExit counts)."""
+    """``python -m dirdp <argv>`` in this process: its exit status (argparse's SystemExit counts). A command of the
+    workflow (which python -m dirdp hands to a python -m workflow process) runs here as that process would run it."""
     from dirdp.__main__ import main
+    from dirdp.cli import WORKFLOW_COMMANDS
+    from workflow.__main__ import main as workflow_main
 
+    argv = [str(a) for a in argv]
     try:
-        return main([str(a) for a in argv])
+        return (workflow_main if argv and argv[0] in WORKFLOW_COMMANDS else main)(argv)
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) or stop.code is None else f"SystemExit({stop.code!r})"
 
@@ -342,9 +346,9 @@ def test_an_out_that_cannot_be_written_is_refused_before_training(tiny_root, tmp
     (["--device", "foo"], "--device must be cpu, cuda or cuda:N"),
 ])
 def test_bad_bench_arguments_exit_2_before_any_model_is_built(flags, match, capsys, monkeypatch):
-    from dirdp import bench
+    from workflow.bench import core
 
-    monkeypatch.setattr(bench, "main", lambda *a, **k: pytest.fail("bench ran"))
+    monkeypatch.setattr(core, "main", lambda *a, **k: pytest.fail("bench ran"))
     assert cli(["bench", "--models", "resnet9", "--width", "0.0625", *flags]) == 2
     assert match in one_error_line(capsys.readouterr().err)
 
@@ -353,7 +357,7 @@ def test_bad_bench_arguments_exit_2_before_any_model_is_built(flags, match, caps
                                          (["--bench-reps", "0"], "--bench-reps must be at least 1"),
                                          (["--budget", "nan"], "--budget must be >= 0")])
 def test_bad_campaign_arguments_exit_2_before_anything_runs(flags, match, capsys, monkeypatch):
-    from dirdp import campaign
+    from workflow import campaign
 
     monkeypatch.setattr(campaign, "run_campaign", lambda *a, **k: pytest.fail("the campaign ran"))
     assert cli(["campaign", "run", "--smoke", *flags]) == 2
@@ -367,23 +371,14 @@ def test_an_empty_value_after_equals_dashes_is_a_usage_error(capsys):
 
 
 def test_every_flag_of_every_command_says_what_it_does():
-    """`python -m dirdp <command> --help` documents each of its arguments (a flag with no help is one a reader
-    has to find in the code)."""
+    """`python -m dirdp <command> --help` (and `python -m workflow <command> --help`) documents each of its arguments
+    (a flag with no help is one a reader has to find in the code)."""
     import argparse
 
-    from dirdp.cli import build_parser
-
-    def parsers(parser, path=("dirdp",)):
-        yield path, parser
-        for action in parser._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, sub in action.choices.items():
-                    yield from parsers(sub, path + (name,))
-
     bare = [f"{' '.join(path)} {a.option_strings[0] if a.option_strings else a.dest}"
-            for path, parser in parsers(build_parser()) for a in parser._actions
+            for path, parser in _parsers() for a in parser._actions
             if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction)) and not a.help]
-    assert len(list(parsers(build_parser()))) > 8 and bare == []
+    assert len(_parsers()) > 8 and bare == []
 
 
 # ------------------------------------------------------------------ issue 30: one line per mistake, q, lock files, help
@@ -425,8 +420,11 @@ def test_rstar_eps_minus_one_is_one_line_too(capsys):
 @pytest.mark.parametrize("text,rate", [("250/60000", 250 / 60000), ("0.004", 0.004), ("1/4", 0.25), (" 1 / 8 ", 0.125),
                                        ("2.5e-3", 0.0025)])
 def test_a_rate_may_be_written_as_a_fraction(text, rate):
-    from dirdp.cli import _parse
+    from dirdp.cli import build_parser, parse
     from dirdp.training import make_config
+
+    def _parse(argv):
+        return parse(build_parser(), argv)
 
     args = _parse(["train", "--dataset", "mnist", "--eps", "1", "--out", "x.json", "--q", text])
     assert args.q == rate
@@ -541,21 +539,25 @@ def test_a_lock_won_on_a_file_its_holder_just_deleted_is_taken_again(tmp_path, m
 
 
 def _parsers():
+    """(path, parser) of every command of python -m dirdp and of python -m workflow (path[0] names the program);
+    the workflow's commands under python -m dirdp are handed to python -m workflow, whose parser documents them."""
     import argparse
 
-    from dirdp.cli import build_parser
+    from dirdp.cli import WORKFLOW_COMMANDS, build_parser
+    from workflow.cli import build_parser as workflow_parser
 
     def walk(parser, path):
         yield path, parser
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for name, sub in action.choices.items():
-                    yield from walk(sub, path + [name])
+                    if not (path == ["dirdp"] and name in WORKFLOW_COMMANDS):
+                        yield from walk(sub, path + [name])
 
-    return list(walk(build_parser(), []))
+    return [*walk(build_parser(), ["dirdp"]), *walk(workflow_parser(), ["workflow"])]
 
 
-@pytest.mark.parametrize("path,parser", _parsers(), ids=[" ".join(p) or "python -m dirdp" for p, _ in _parsers()])
+@pytest.mark.parametrize("path,parser", _parsers(), ids=[" ".join(p) for p, _ in _parsers()])
 def test_each_help_opens_with_a_sentence_and_an_example_and_shows_defaults(path, parser):
     import argparse
     import re
@@ -563,7 +565,7 @@ def test_each_help_opens_with_a_sentence_and_an_example_and_shows_defaults(path,
     text = parser.format_help()
     first = text.splitlines()[0]
     assert re.match(r"^[A-Z][^`]*\.$", first), first  # a sentence, not "usage: ..."
-    assert "\nExample" in text and f"python -m dirdp {' '.join(path)}".strip() in text.split("usage:")[0]
+    assert "\nExample" in text and f"python -m {' '.join(path)}".strip() in text.split("usage:")[0]
     for markup in ("``", ":func:", ":mod:", ":class:", ":meth:"):
         assert markup not in text, markup
     flat = " ".join(text.split())

@@ -1,4 +1,5 @@
-"""Property: whatever arguments ``python -m dirdp <sub>`` gets, drawn from its real flag names and from
+"""Property: whatever arguments ``python -m dirdp <sub>`` (or, for a command of the workflow, the ``python -m
+workflow <sub>`` it hands them to) gets, drawn from its real flag names and from
 numbers (negative, zero, huge, nan, inf) and junk strings, it returns 0 or 2 (argparse's own exit counts)
 and never raises. The long work behind each command (training, benchmarking, the campaign) is replaced
 by a stub, so only the argument handling and the validation before it run; every path it may write to
@@ -11,6 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dirdp.__main__ import build_parser, main
+from dirdp.cli import WORKFLOW_COMMANDS
+from workflow.__main__ import main as workflow_main
+from workflow.cli import build_parser as workflow_parser
 
 
 class Reached(Exception):
@@ -28,10 +32,11 @@ def _subparser(parser, *path):
     return parser
 
 
-PARSER = build_parser()
+PARSER, WORKFLOW_PARSER = build_parser(), workflow_parser()
 COMMANDS = {"rstar": ("rstar",), "epsilon": ("epsilon",), "train": ("train",), "index": ("index",),
             "bench": ("bench",), "campaign run": ("campaign", "run"), "campaign status": ("campaign", "status")}
-FLAGS = {name: _flags(_subparser(PARSER, *path)) for name, path in COMMANDS.items()}
+FLAGS = {name: _flags(_subparser(WORKFLOW_PARSER if path[0] in WORKFLOW_COMMANDS else PARSER, *path))
+         for name, path in COMMANDS.items()}
 PATH_FLAGS = {"--out", "--data-root", "--results", "--json-out", "--pack", "--workdir", "--config"}
 
 NUMBERS = st.one_of(
@@ -95,16 +100,19 @@ def stubbed(monkeypatch, tmp_path):
     import torch
 
     import dirdp.training
-    from dirdp import bench, campaign
-    from dirdp.bench import sweep as bench_sweep
+    from workflow import campaign
+    from workflow.bench import accounting as bench_accounting
+    from workflow.bench import campaign as bench_campaign
+    from workflow.bench import core as bench_core
+    from workflow.bench import sweep as bench_sweep
 
     def reached(*args, **kwargs):
         raise Reached
 
     monkeypatch.setattr(dirdp.training, "_train", reached)  # train()'s own start (the --out check) still runs
-    monkeypatch.setattr(bench, "main", reached)
-    monkeypatch.setattr(bench, "campaign_main", reached)
-    monkeypatch.setattr(bench, "core_bench", reached)  # bench --core: seconds of r* solves and losses
+    monkeypatch.setattr(bench_core, "main", reached)
+    monkeypatch.setattr(bench_campaign, "campaign_main", reached)
+    monkeypatch.setattr(bench_accounting, "core_bench", reached)  # bench --core: seconds of r* solves and losses
     monkeypatch.setattr(bench_sweep, "sweep", reached)  # bench --sweep: minutes of interleaved steps
     monkeypatch.setattr(campaign, "run_campaign", reached)
     monkeypatch.setattr(campaign, "status", reached)
@@ -116,7 +124,7 @@ def stubbed(monkeypatch, tmp_path):
 
 def _exit_status(argv) -> int | str:
     try:
-        return main(argv)
+        return (workflow_main if argv[0] in WORKFLOW_COMMANDS else main)(argv)
     except SystemExit as stop:  # argparse: --help (0) or a usage error (2)
         return 0 if stop.code is None else stop.code
     except Reached:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from dirdp.report import compare
+from workflow.report import compare
 
 
 def test_one_run_uses_the_papers_spread_only():

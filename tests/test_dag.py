@@ -21,9 +21,10 @@ import pytest
 import yaml
 
 from dirdp import data as dirdp_data
-from dirdp import profile_schema, provenance
-from dirdp.experiments import METHODS, OBJECTS, Profile
-from dirdp.report import object_notebook
+from dirdp import provenance
+from workflow import profile_schema
+from workflow.experiments import METHODS, OBJECTS, Profile
+from workflow.report import object_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -47,7 +48,7 @@ def job_counts(output: str) -> dict[str, int]:
 
 
 # what the workflow reads: copied into a temporary folder, so that no test writes into the repository
-WORKFLOW = ("Snakefile", "rules", "config", "notebooks", "dirdp", "profiles", "report",
+WORKFLOW = ("Snakefile", "rules", "config", "notebooks", "dirdp", "workflow", "profiles", "report",
             "environment.yml")  # every rule names environment.yml as its conda env: Snakemake reads it to record metadata
 # a profile's results (CSVs, index, executed notebooks) and figures; the cpu profile's are committed
 COMMITTED_PROFILE = "cpu"
@@ -128,7 +129,7 @@ def test_missing_data_stops_a_real_run_before_any_job(tmp_path):
 
 
 def test_the_missing_data_advice_names_the_data_sets_that_are_there(tmp_path):
-    from dirdp.experiments import missing_data_message
+    from workflow.missing_data import missing_data_message
 
     root = data_root_with(tmp_path, "mnist", "fashionmnist")
     for datasets in (None, ["cifar10", "svhn"]):  # the advice is what can run, whatever `datasets` asked for
@@ -265,7 +266,7 @@ def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
     assert "-p results_dir results " not in proc.stdout and "-p figures_dir figures " not in proc.stdout
     # a profile whose results are not committed (quick: scripts/main.sh without a GPU) leaves a clone's `git status`
     # clean: git ignores every file its DAG writes
-    from dirdp.report.index import LOCAL_PROFILES
+    from workflow.report.index import LOCAL_PROFILES
     if profile in LOCAL_PROFILES and (REPO / ".git").exists():
         every = sorted({f for fs in files.values() for f in fs})
         check = subprocess.run(["git", "check-ignore", "--no-index", "--stdin", "-v", "-n"], cwd=REPO, text=True,
@@ -309,7 +310,7 @@ def test_a_fresh_clone_plans_no_job_whatever_the_order_git_wrote_its_files(tmp_p
     for folder in (work / "results" / COMMITTED_PROFILE, work / "figures" / COMMITTED_PROFILE):
         for p in folder.rglob("*"):
             os.utime(p, (old, old))
-    for folder in ("notebooks", "dirdp", "rules", "results/runs"):
+    for folder in ("notebooks", "dirdp", "workflow", "rules", "results/runs"):
         for p in (work / folder).rglob("*"):
             p.touch()
     args = ("-n", "--configfile", f"config/{COMMITTED_PROFILE}.yaml", "--config", "train=false")
@@ -412,7 +413,7 @@ def _without(config: dict, dotted: str) -> dict:
 def test_a_profile_missing_a_required_key_without_extends_is_an_error_naming_file_and_key(tmp_path, key):
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(_without(yaml.safe_load((REPO / "config/smoke.yaml").read_text()), key)))
-    from dirdp import campaign
+    from workflow import campaign
 
     for read in (profile_schema.load, Profile.load, campaign.load_profile):
         with pytest.raises(ValueError) as err:
@@ -439,7 +440,7 @@ def test_a_profile_that_extends_paper_takes_each_key_it_leaves_out_everywhere_al
     config = profile_schema.load(path)
     assert "extends" not in config and config["theorem11"] == paper["theorem11"] and config["audit"] == paper["audit"]
     assert config["training"] == {"seeds": 1, "width": 0.25, "device": "cpu", "threads": 4, "eval_every": 1000}
-    from dirdp import campaign
+    from workflow import campaign
 
     assert Profile.load(path).training == campaign.load_profile(path).training == config["training"]
     proc = snakemake("results/runs/mine/mnist/alg1_eps1_seed0.json", "-n", "-p", "--cores", "4", "--configfile",

@@ -139,14 +139,14 @@ def test_a_failed_load_creates_no_folders(tmp_path):
 
 
 def test_what_the_snakefile_imports_leaves_torch_out():
-    """Every Snakemake start reads the data specs and file lists (dirdp.experiments, dirdp.report): without torch,
+    """Every Snakemake start reads the data specs and file lists (workflow.experiments, workflow.report): without torch,
     whose import is seconds of each start; a split still loads, and dirdp.data.random_crop_flip is still there."""
     import subprocess
     import sys
     from pathlib import Path
 
     code = ("import sys\n"
-            "import dirdp.experiments, dirdp.report, dirdp.profile_schema\n"
+            "import workflow.experiments, workflow.report, workflow.profile_schema\n"
             "print('torch' in sys.modules)\n"
             "from dirdp import data\n"
             "assert data.get_spec('cifar10').channels == 3 and callable(data.random_crop_flip)\n"

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from conftest import copy_pages, copy_results
-from dirdp.report import readme
+from workflow.report import readme
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"

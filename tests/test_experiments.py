@@ -1,13 +1,13 @@
-"""Paper objects, profiles and the tables beside the paper (dirdp.experiments, dirdp.report, dirdp.paper)."""
+"""Paper objects, profiles and the tables beside the paper (workflow.experiments, workflow.report, workflow.paper)."""
 
 import math
 
 import pytest
 
-from dirdp import paper, report
-from dirdp.experiments import OBJECTS, Profile, Run, get_object
 from dirdp.presets import get_preset
 from dirdp.training import make_config
+from workflow import paper, report
+from workflow.experiments import OBJECTS, Profile, Run, get_object
 
 PROFILES = ["paper", "cpu", "quick", "smoke", "gpu"]
 
@@ -169,7 +169,7 @@ def test_a_profile_that_shows_a_missing_profile_is_an_error(tmp_path):
 
 
 def test_a_groupnorm_extra_run_is_its_own_run_with_its_own_tag_and_flag():
-    from dirdp.experiments import Profile
+    from workflow.experiments import Profile
 
     prof = Profile.from_config(dict(profile="t", objects=["table2_mnist"], training=dict(width=0.25, seeds=1),
                                     grids=dict(table2_mnist=dict(eps=[1], baselines={},

@@ -9,9 +9,10 @@ import matplotlib
 import numpy as np
 import pytest
 
-from dirdp import provenance, report
-from dirdp.experiments import Profile, get_object
-from dirdp.report import index
+from dirdp import provenance
+from workflow import report
+from workflow.experiments import Profile, get_object
+from workflow.report import index
 
 matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parents[1]
@@ -87,7 +88,7 @@ def test_the_committed_index_links_every_figure_of_its_profile():
 
 
 def test_the_training_curves_are_one_line_per_cell_with_a_label_in_words():
-    from dirdp.report import runs
+    from workflow.report import runs
 
     curves = runs.curves(REPO / "results" / "runs" / "cpu" / "mnist")
     cells = runs.curve_cells(curves)

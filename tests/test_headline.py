@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dirdp import provenance
-from dirdp.report import headline, headline_plot
+from workflow.report import headline, headline_plot
 
 matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parents[1]
@@ -103,7 +103,7 @@ def _points_inside(ax) -> bool:
 
 
 def test_the_figure_keeps_points_in_their_axes_and_legends_outside(tmp_path):
-    from dirdp.report.objects import COLUMNS
+    from workflow.report.objects import COLUMNS
 
     cells = headline.headline_cells([pd.DataFrame([_row(), _row(eps=1.0, width=0.5, n=1, std=None, ci_low=-13.1,
                                                                  ci_high=10.0, verdict="undecided (n = 1)")])
@@ -135,7 +135,7 @@ def test_each_verdict_has_its_own_colour_and_no_width_of_ours_takes_the_papers_m
 
 
 def _cells():
-    from dirdp.report.objects import COLUMNS
+    from workflow.report.objects import COLUMNS
 
     return headline.headline_cells([pd.DataFrame([
         _row(),

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dirdp.report import index
+from workflow.report import index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -112,9 +112,9 @@ def test_git_ignores_the_outputs_of_the_profiles_the_top_index_leaves_out():
 def test_the_cli_defaults_index_the_profile_folder_and_keep_the_top_index(tmp_path, monkeypatch):
     # `python -m dirdp index --profile cpu` passes --results results and no --out (as its --help says: the profile's
     # own index); --out results/README.md, the default of earlier commits, means the same
-    from dirdp.cli import _parse
+    from workflow.cli import parse
 
-    assert _parse(["index", "--profile", "cpu"]).out is None
+    assert parse(["index", "--profile", "cpu"]).out is None
     monkeypatch.chdir(tmp_path)
     cpu = _profile_folder(tmp_path, "cpu")
     for out in (None, "results/README.md"):
@@ -149,7 +149,7 @@ def _run_json(path, git_commit, **dirty):
 
 def test_results_of_uncommitted_code_are_flagged(tmp_path, monkeypatch):
     from dirdp import provenance
-    from dirdp.report import runs
+    from workflow.report import runs
 
     monkeypatch.chdir(tmp_path)
     folder = tmp_path / "results" / "cpu"

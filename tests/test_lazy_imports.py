@@ -130,7 +130,7 @@ def test_the_structural_check_without_jsonschema_says_what_jsonschema_says():
     config/schema.yaml: the committed profiles pass it, and the usual mistakes read as jsonschema's lines do."""
     import yaml
 
-    from dirdp import profile_schema as ps
+    from workflow import profile_schema as ps
 
     for path in sorted((REPO / "config").glob("*.yaml")):
         if path.name != "schema.yaml":

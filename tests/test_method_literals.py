@@ -62,7 +62,7 @@ def _notebook_code(path: Path) -> list[tuple[int, str]]:
 def literals() -> list[str]:
     """file:line of every method literal where none may be."""
     out = []
-    for p in sorted((REPO / "dirdp").rglob("*.py")):
+    for p in sorted([*(REPO / "dirdp").rglob("*.py"), *(REPO / "workflow").rglob("*.py")]):
         if (REPO / "dirdp" / "methods") in p.parents:
             continue
         out += [f"{p.relative_to(REPO)}:{ln}: {v!r}" for ln, v in python_literals(p.read_text())]

@@ -59,8 +59,8 @@ def _code_lines(path: Path) -> set[str]:
 
 
 def test_the_paper_objects_that_vary_eps_share_one_notebook():
-    from dirdp.experiments import OBJECTS
-    from dirdp.report import EPS_NOTEBOOK, object_notebook
+    from workflow.experiments import OBJECTS
+    from workflow.report import EPS_NOTEBOOK, object_notebook
 
     stems = {p.stem for p in NOTEBOOKS}
     for name in OBJECTS:
@@ -101,8 +101,9 @@ def _run_shared(tmp_path, name: str):
 def test_the_shared_notebook_writes_each_objects_table_and_figure(tmp_path, monkeypatch):
     """Run by papermill as the DAG runs it, for Table 4: its table (the object's, with provenance) and its figure
     under the paper figure's stem (fig3a_fashionmnist), its heading printed; an object of another kind is refused."""
-    from dirdp import provenance, report
-    from dirdp.experiments import OBJECTS, Profile
+    from dirdp import provenance
+    from workflow import report
+    from workflow.experiments import OBJECTS, Profile
 
     monkeypatch.setenv("MPLBACKEND", "Agg")
     out, nb = _run_shared(tmp_path, "table4_fashionmnist")

@@ -168,6 +168,7 @@ def test_pip_install_dot_is_the_library_alone_and_runs_the_readme_example(tmp_pa
     found = json.loads(probe.stdout)
     assert found["file"].startswith(site)  # the installed copy, not the repository's
     assert found["found"] == [], f"the bare install can import {found['found']}"
+    assert run("-c", "import workflow").returncode != 0  # the workflow is not installed with the library
     assert {canonicalize_name(Requirement(r).name) for r in found["requires"] if "extra ==" not in r} == \
         {"torch", "numpy", "scipy", "tqdm"}
     assert found["torch"] is False  # import dirdp costs nothing
@@ -187,10 +188,15 @@ def test_pip_install_dot_is_the_library_alone_and_runs_the_readme_example(tmp_pa
     assert json.loads(out.read_text())["steps"] == 3
 
     # what needs an extra says which, in one line (exit 2)
-    for args, extra in [(("train", "--dataset", "cifar10", "--eps", "1", "--steps", "1", "--width", "0.0625",
-                          "--no-progress", "--out", tmp_path / "c.json"), "data"),
-                        (("index", "--profile", "cpu", "--results", tmp_path), "workflow")]:
+    proc = run("-m", "dirdp", "train", "--dataset", "cifar10", "--eps", "1", "--steps", "1", "--width", "0.0625",
+               "--no-progress", "--out", tmp_path / "c.json")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("error: this needs ") and "pip install 'dirdp[data]'" in line, line
+    # the library alone holds no workflow: its commands say where they run, in one line (exit 2)
+    assert not (Path(site) / "workflow").exists()
+    for args in (("index", "--profile", "cpu", "--results", tmp_path), ("campaign", "status"), ("readme", "--check")):
         proc = run("-m", "dirdp", *args)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
-        assert line.startswith("error: this needs ") and f"pip install 'dirdp[{extra}]'" in line, line
+        assert f"`python -m dirdp {args[0]}` is a command of the workflow" in line and "checkout" in line, line

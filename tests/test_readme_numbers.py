@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import copy_pages, copy_results
-from dirdp.report import readme
+from workflow.report import readme
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -62,7 +62,7 @@ def test_the_pages_have_the_blocks_the_results_need():
     have = readme.page_blocks(README)
     where = {name: page.relative_to(REPO).as_posix() for page, found in have.items() for name in found}
     # every builder has its block on one page, and no page has a block without a builder
-    from dirdp.report.readme_sections import builders
+    from workflow.report.readme_sections import builders
     assert set(where) == set(builders()), set(where) ^ set(builders())
     assert where["findings"] == where["timings"] == where["scope"] == "README.md"
     assert {where[n] for n in where if n.startswith("audit-")} == {"docs/audit.md"}
@@ -151,7 +151,7 @@ def test_no_result_number_is_typed_by_hand_in_the_results_sections():
         section = text[text.index(start):] if end is None else text[text.index(start):text.index(end, text.index(start))]
         stray += [(page, n) for n in _prose_numbers(section) if n not in ALLOWED]
     assert stray == [], (f"numbers typed by hand in the results sections: {stray}; put them in a generated "
-                         "block (dirdp/report/readme_sections.py) or, for a protocol setting, in ALLOWED with a reason")
+                         "block (workflow/report/readme_sections.py) or, for a protocol setting, in ALLOWED with a reason")
 
 
 def test_the_number_check_catches_a_hand_typed_number():
@@ -180,7 +180,7 @@ def test_the_width_block_is_the_width_table_row_by_row(tmp_path):
 def test_the_profile_table_counts_each_profiles_training_runs():
     """The profile table of docs/reproduction.md states each profile's number of training runs: it is what the
     profile plans."""
-    from dirdp.experiments import Profile
+    from workflow.experiments import Profile
 
     rows = re.findall(r"^\| `config/(\w+)\.yaml`[^|]*\|[^|]*\| ([\d,]+)[ (][^|]*\|",
                       (REPO / "docs" / "reproduction.md").read_text(), re.M)
@@ -234,8 +234,8 @@ def test_the_full_width_cost_multiplies_each_measured_step_by_the_papers_t(tmp_p
     """The full-width run's cost on these cores, a table: the benchmarked Algorithm 1 step at each thread count and
     that step times the paper's T (FashionMNIST: 9,600), with the command that measured it; no benchmark file is a
     ReadmeError."""
-    from dirdp.report.readme_campaign import ReadmeError, full_width_cost
-    from dirdp.report.readme_sections import Sources
+    from workflow.report.readme_campaign import ReadmeError, full_width_cost
+    from workflow.report.readme_sections import Sources
 
     folder = tmp_path / "results" / "cpu"
     folder.mkdir(parents=True)
@@ -256,8 +256,8 @@ def test_the_cpu_precision_block_is_the_sweep_jsons_as_tables(tmp_path):
     """Every configuration of every bench_sweep*.json is one table row with each machine's s/step, ratio to fp32
     and fraction of that machine's peak ("—" where a machine lacks it); each machine, its load and its command come
     from its own file; the peaks per thread count and machine; no sweep file is a ReadmeError."""
-    from dirdp.report.readme_campaign import ReadmeError, cpu_precision
-    from dirdp.report.readme_sections import Sources
+    from workflow.report.readme_campaign import ReadmeError, cpu_precision
+    from workflow.report.readme_sections import Sources
 
     folder = tmp_path / "results" / "cpu"
     folder.mkdir(parents=True)
@@ -292,9 +292,9 @@ def test_the_readmes_precision_block_shows_the_validation_and_each_processors_fu
     """The README's precision block: fp32 and bf16 with n, bf16 - fp32 with its interval and the notebook's verdict
     (from precision_validation.csv), then per sweep file the full-width Algorithm-1 step at 2 threads in fp32 and
     bf16 + channels_last, the ratio and the fraction of the peak; an undecided validation is a ReadmeError."""
-    from dirdp.report.readme_campaign import ReadmeError
-    from dirdp.report.readme_front import precision
-    from dirdp.report.readme_sections import Sources
+    from workflow.report.readme_campaign import ReadmeError
+    from workflow.report.readme_front import precision
+    from workflow.report.readme_sections import Sources
 
     folder = tmp_path / "results" / "cpu"
     folder.mkdir(parents=True)
@@ -319,8 +319,8 @@ def test_the_readmes_precision_block_shows_the_validation_and_each_processors_fu
 def test_the_bench_block_shows_every_baselines_benchmark_file(tmp_path):
     """docs/results.md's bench block: one line per bench_baselines*.json (its command, machine, threads, load) and
     one row per model of each, with DP-SGD / Algorithm 1; no such file is a ReadmeError."""
-    from dirdp.report.readme_campaign import ReadmeError
-    from dirdp.report.readme_sections import Sources, bench
+    from workflow.report.readme_campaign import ReadmeError
+    from workflow.report.readme_sections import Sources, bench
 
     folder = tmp_path / "results" / "cpu"
     folder.mkdir(parents=True)

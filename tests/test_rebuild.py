@@ -1,5 +1,5 @@
 """Rebuilding tables after runs land (issue 36, item 4): `scripts/campaign.sh tables RUN.json...` forces the rules
-whose jobs read those runs, asked of Snakemake (dirdp.campaign.rebuild: a dry run lists each job's inputs), in a clean
+whose jobs read those runs, asked of Snakemake (workflow.campaign.rebuild: a dry run lists each job's inputs), in a clean
 checkout of HEAD with train=false: the plan is exactly what is downstream of the runs, no train job, and no file time is touched. Tried on a
 fixture repository (the workflow and the committed cpu profile's outputs, runs without weights, in a temporary git
 repository), never on the repository itself. And the automated commits: one per save, one per tables rebuild."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from test_dag import copy_workflow
 
-from dirdp.campaign import rebuild
+from workflow.campaign import rebuild
 
 REPO = Path(__file__).resolve().parents[1]
 RUN = "results/runs/cpu/fashionmnist/alg1_eps2_seed2.json"
@@ -34,7 +34,7 @@ total                 5
 
 
 rule table2_mnist:
-    input: notebooks/accuracy_vs_eps.ipynb, dirdp/report/objects.py, results/runs/p/mnist/alg1_eps1_seed0.json
+    input: notebooks/accuracy_vs_eps.ipynb, workflow/report/objects.py, results/runs/p/mnist/alg1_eps1_seed0.json
     output: results/p/table2_mnist.csv, results/p/notebooks/table2_mnist.ipynb
     log: results/logs/p/table2_mnist.log
     jobid: 1
@@ -82,7 +82,7 @@ def test_the_readers_of_a_run_are_the_jobs_that_list_it_as_input():
     with pytest.raises(ValueError, match="planned nothing"):
         rebuild.readers("Nothing to be done (all requested files are present and up to date).", ["x.json"])
     # a source file: the rules that read it (after a change to how a table is made)
-    assert rebuild.readers(DRY_RUN, ["dirdp/report/objects.py"]) == ["table2_mnist"]
+    assert rebuild.readers(DRY_RUN, ["workflow/report/objects.py"]) == ["table2_mnist"]
 
 
 AUDIT_DRY_RUN = """rule audit_released_models:
@@ -194,7 +194,7 @@ def test_tables_forces_the_audit_of_released_weights_when_the_runs_weights_or_it
 
 
 def test_the_record_rebuild_looks_for_is_the_one_the_audit_writes():
-    from dirdp.audit.membership import record_path
+    from workflow.audit.released import record_path
 
     assert rebuild.record(RUN) == str(record_path(RUN)) == RUN + ".membership"
     assert rebuild.weights(RUN) == RUN[:-len(".json")] + ".model.pt"

@@ -10,7 +10,7 @@ import re
 import pytest
 from test_dag import COMMITTED_PROFILE, REPO, copy_workflow, profile_outputs, snakemake
 
-from dirdp.experiments import OBJECTS
+from workflow.experiments import OBJECTS
 
 P = COMMITTED_PROFILE  # the profile whose results are committed
 
@@ -96,7 +96,7 @@ def test_every_caption_file_is_used():
 def test_every_object_caption_names_the_notebook_that_makes_it():
     """The executed copy (results/<profile>/notebooks/<object>.ipynb) and, where objects share one, the notebook it
     was run from and the object it was run for."""
-    from dirdp.report import object_notebook
+    from workflow.report import object_notebook
 
     for name in OBJECTS:
         text = " ".join((REPO / f"report/captions/{name}.rst").read_text().split())
@@ -134,8 +134,8 @@ def test_an_object_table_never_pools_precisions(tmp_path):
     import json
     import shutil
 
-    from dirdp.experiments import Profile, get_object
-    from dirdp.report import object_table
+    from workflow.experiments import Profile, get_object
+    from workflow.report import object_table
 
     repo = REPO
     runs = tmp_path / "runs" / "cpu" / "mnist"
@@ -157,9 +157,9 @@ def test_a_cells_spread_is_rounded_once_where_it_is_printed(tmp_path):
     import json
     import shutil
 
-    from dirdp.experiments import Profile, get_object
-    from dirdp.report import object_table
-    from dirdp.report.readme_campaign import acc
+    from workflow.experiments import Profile, get_object
+    from workflow.report import object_table
+    from workflow.report.readme_campaign import acc
 
     runs = tmp_path / "runs" / "cpu" / "fashionmnist"
     runs.mkdir(parents=True)
@@ -181,7 +181,7 @@ def test_a_figures_subtitle_names_only_what_all_its_runs_share():
     whose runs were mostly at 0.25x)."""
     import math
 
-    from dirdp.report import runs_note
+    from workflow.report import runs_note
 
     full, quarter = "paper protocol, full width, bf16", "paper protocol, reduced width (0.25x channels)"
     assert runs_note("cpu", [full]) == f"runs: profile 'cpu', {full}"

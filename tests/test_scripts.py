@@ -72,7 +72,7 @@ def test_main_runs_the_dag_without_setup_noise_and_says_which_profile_it_chose(t
     assert "noise" not in out and "Traceback" not in out
     chosen = [line for line in out.splitlines() if line.startswith("dirdp: ") and "profile" in line]
     # on a machine without a CUDA GPU (this one, unless torch sees one) the quick profile, said in one line
-    from dirdp.snakemake_args import has_cuda_gpu
+    from workflow.snakemake_args import has_cuda_gpu
     name = "paper" if has_cuda_gpu() else "quick"
     assert chosen == [f"dirdp: {'a CUDA GPU is here' if name == 'paper' else 'no CUDA GPU here'}: running the "
                       f"'{name}' profile (config/{name}.yaml); another: --configfile config/<name>.yaml "
@@ -85,7 +85,7 @@ def test_main_runs_the_dag_without_setup_noise_and_says_which_profile_it_chose(t
 
 
 def test_the_default_profile_is_paper_only_with_a_gpu():
-    from dirdp.snakemake_args import default_profile
+    from workflow.snakemake_args import default_profile
 
     assert default_profile(gpu=True)[0] == "config/paper.yaml"
     path, said = default_profile(gpu=False)
@@ -94,7 +94,7 @@ def test_the_default_profile_is_paper_only_with_a_gpu():
 
 
 def test_a_snakemake_option_is_checked_by_snakemakes_own_parser():
-    from dirdp.snakemake_args import problem
+    from workflow.snakemake_args import problem
 
     assert problem(["--cores", "all", "--resources", "gpu=1", "-n", "--forcerun", "table2_mnist"]) is None
     assert problem(["--help"]) is None and problem(["--version"]) is None  # Snakemake answers those itself

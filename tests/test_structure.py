@@ -1,6 +1,7 @@
-"""Facts about the package's shape that a reviewer can check (issue 15): no import circle among dirdp's modules
-(lazy imports inside functions included), none among its packages either (issue 36), no module much over 300 lines,
-no notebook generator, and the public API importable from the top."""
+"""Facts about the packages' shape that a reviewer can check: the library (dirdp/) small and apart from the workflow
+beside it (workflow/), which it never imports; no import circle among their modules (lazy imports inside functions
+included), none among their packages either; no module much over 300 lines, no re-export shim, no notebook
+generator, and the public API importable from the top."""
 
 import ast
 import re
@@ -9,7 +10,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PKG = REPO / "dirdp"
+PKG = REPO / "dirdp"  # the library
+WORKFLOW = REPO / "workflow"  # the workflow beside it
+FIRST_PARTY = ("dirdp", "workflow")
 
 
 def _module_name(path: Path) -> str:
@@ -17,11 +20,11 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {_module_name(p): p for p in PKG.rglob("*.py")}
+MODULES = {_module_name(p): p for root in (PKG, WORKFLOW) for p in root.rglob("*.py")}
 
 
 def _resolve(name: str) -> str | None:
-    """The dirdp module that ``name`` (a module or a module.attribute) lives in."""
+    """The module of ours that ``name`` (a module or a module.attribute) lives in."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -29,7 +32,7 @@ def _resolve(name: str) -> str | None:
 
 # a module named in a string, as importlib.import_module loads it: dirdp's lazy API table ("dirdp.accountant") and
 # the methods registry ("dirdp.methods.alg1:ALG1")
-LAZY = re.compile(r"dirdp(\.\w+)+(:\w+)?")
+LAZY = re.compile(r"(dirdp|workflow)(\.\w+)+(:\w+)?")
 
 
 def _imports(mod: str, path: Path) -> set[str]:
@@ -37,12 +40,12 @@ def _imports(mod: str, path: Path) -> set[str]:
     package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            out |= {_resolve(a.name) for a in node.names if a.name.startswith("dirdp")}
+            out |= {_resolve(a.name) for a in node.names if a.name.startswith(FIRST_PARTY)}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
                 base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
-            if not base.startswith("dirdp"):
+            if not base.startswith(FIRST_PARTY):
                 continue
             for a in node.names:  # `from dirdp.x import y`: y may be a submodule
                 out.add(_resolve(f"{base}.{a.name}"))
@@ -74,6 +77,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
 PACKAGES = sorted(m for m, p in MODULES.items() if p.name == "__init__.py")
+LIBRARY = {m: p for m, p in MODULES.items() if m == "dirdp" or m.startswith("dirdp.")}
 
 
 def test_no_import_circle():
@@ -85,8 +89,8 @@ def test_no_import_circle():
 
 def _package_graph(graph: dict[str, set[str]], package: str) -> dict[str, set[str]]:
     """The imports among the members of ``package``: each of its modules, each subpackage as one node (everything
-    inside it), and its own ``__init__`` as the node ``package``. A loop here (dirdp.report importing dirdp.audit
-    and dirdp.audit importing dirdp.report, by any files) is one even where no file-level circle is."""
+    inside it), and its own ``__init__`` as the node ``package``. A loop here (workflow.report importing dirdp.audit
+    and dirdp.audit importing workflow.report, by any files) is one even where no file-level circle is."""
     depth = package.count(".") + 2
 
     def member(m: str) -> str | None:
@@ -115,9 +119,9 @@ def test_the_package_level_check_sees_what_the_file_level_one_misses():
     assert _package_graph(files, "dirdp.a") == {"dirdp.a.x": set(), "dirdp.a.w": set()}
     # the loop of issue 36 (the audit reading runs through the report, the report rendering the audit's statistics)
     # is one again if the audit imports the report's reader while the report imports the audit
-    old = {**GRAPH, "dirdp.audit.membership": GRAPH["dirdp.audit.membership"] | {"dirdp.report.runs"},
-           "dirdp.report.readme_audit": GRAPH["dirdp.report.readme_audit"] | {"dirdp.audit.subspace"}}
-    assert set(_cycle(_package_graph(old, "dirdp"))) == {"dirdp.audit", "dirdp.report"}
+    old = {**GRAPH, "workflow.audit.released": GRAPH["workflow.audit.released"] | {"workflow.report.runs"},
+           "workflow.report.readme_audit": GRAPH["workflow.report.readme_audit"] | {"workflow.audit.subspace"}}
+    assert set(_cycle(_package_graph(old, "workflow"))) == {"workflow.audit", "workflow.report"}
     # modules imported by name are edges: the lazy API of ``import dirdp`` and the methods registry
     assert {"dirdp.accountant", "dirdp.theory"} <= GRAPH["dirdp"]
     assert "dirdp.methods.alg1" in GRAPH["dirdp.methods"]
@@ -126,6 +130,27 @@ def test_the_package_level_check_sees_what_the_file_level_one_misses():
 def test_the_cycle_finder_finds_one():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_library_never_imports_the_workflow():
+    """dirdp/ is the library: no module of it imports workflow/ (by an import statement, inside a function or by
+    name), so that ``pip install .`` gives a library that runs without it; the workflow imports the library."""
+    reached = {m: sorted(d for d in GRAPH[m] if d.startswith("workflow")) for m in LIBRARY}
+    assert not {m: d for m, d in reached.items() if d}, reached
+    text = [str(p.relative_to(REPO)) for p in LIBRARY.values()
+            if re.search(r"^\s*(import workflow|from workflow\b)", p.read_text(), re.M)]
+    assert text == []
+    assert any(d.startswith("dirdp") for m in MODULES if m.startswith("workflow") for d in GRAPH[m])
+
+
+def test_the_library_is_small_and_holds_no_workflow():
+    """The mechanism, the accountant and theory, sampling, the models, the methods, the one loop and one run, the data
+    loaders, the baselines, the audit's statistics and attacks and the explorer's views: at most 6,000 lines, with no
+    report, campaign, profile or benchmark inside (those are the workflow's)."""
+    lines = sum(len(p.read_text().splitlines()) for p in LIBRARY.values())
+    assert lines <= 6000, f"dirdp/ has {lines} lines"
+    inside = {p.name for p in PKG.iterdir()}
+    assert not inside & {"report", "campaign", "bench", "experiments.py", "profile_schema.py", "snakemake_args.py"}
 
 
 def test_no_module_is_much_over_300_lines():

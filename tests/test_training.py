@@ -14,7 +14,8 @@ import torch
 from dirdp import accountant, models
 from dirdp.data import load
 from dirdp.presets import PRESETS
-from dirdp.training import make_config, poisson_sample, train
+from dirdp.sampling import poisson_sample
+from dirdp.training import make_config, train
 
 
 def test_poisson_sample_is_definition_5():
@@ -92,7 +93,7 @@ def test_a_checkpoint_of_another_run_is_refused(tiny_mnist, tmp_path):
 
 
 def test_precision_is_recorded_and_a_run_resumes_only_in_its_own(tiny_mnist, tmp_path):
-    from dirdp.report.runs import model_label, read_run
+    from dirdp.run_result import model_label, read_run
     from dirdp.training import CheckpointMismatch
 
     out = tmp_path / "b.json"
@@ -141,7 +142,7 @@ def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path,
 
 
 def test_runs_table_puts_each_run_beside_the_paper_cell(tiny_mnist, tmp_path):
-    from dirdp.report import runs
+    from workflow.report import runs
 
     train(small(eps=1.0), tmp_path / "mnist" / "a.json", data=tiny_mnist, progress=False)
     train(small(eps=math.inf), tmp_path / "mnist" / "b.json", data=tiny_mnist, progress=False)

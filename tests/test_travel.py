@@ -1,6 +1,6 @@
 """The bundle for a GPU node without network must fit the default size cap: the tracked tree, plus what
 scripts/gpu_prepare.sh adds by default (the raw data of FashionMNIST and the wheels of Opacus, opt_einsum and pytest),
-under dirdp.campaign.travel.SIZE_CAP (60 MiB, 15/16 of the default 64 MiB transfer limit). Every committed file
+under workflow.campaign.travel.SIZE_CAP (60 MiB, 15/16 of the default 64 MiB transfer limit). Every committed file
 counts: a test that fails here means something large was committed (a full-width model, a checkpoint). The cap and
 the limit are parameters ($DIRDP_SIZE_CAP_MIB, $DIRDP_TRANSFER_LIMIT_MIB, --size-cap-mib, --transfer-limit-mib)."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dirdp.campaign import travel
+from workflow.campaign import travel
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(shutil.which("git") is None or not (REPO / ".git").exists(), reason="no git checkout")

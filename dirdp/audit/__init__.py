@@ -28,13 +28,11 @@ Dirichlet sample *and* of x: not post-processing. This package measures what tha
   :func:`train_linear_trials`), :func:`latent_audit` on LATENT's local-DP release.
 - :mod:`dirdp.audit.control`: the control with power, DP-SGD audited with the every-update likelihood-ratio test
   (:func:`~dirdp.audit.control.dpsgd_control`) against its own epsilon (exact at q = 1, T = 1; PRV otherwise).
-- :mod:`dirdp.audit.first_layer`: the exact final-model test on the paper's Inception with BatchNorm (a zero record
-  never moves the bias-free first convolution nor the first running mean), each trial a real Algorithm-1 training.
-- :mod:`dirdp.audit.subspace`: the white-box subspace canary test (:func:`subspace_audit`) of Algorithm 1
-  on the paper's own models: the update's residual outside the span of D's logit Jacobians.
+- :mod:`dirdp.audit.batchnorm`: the BatchNorm channel, outside the Dirichlet mechanism: one record's influence on
+  the other records' releases (Renyi divergence of Dirichlets) and what the running statistics carry.
 - :mod:`dirdp.audit.membership`: black-box membership inference (Yeom et al. 2018), AUC and TPR
-  at low FPR (:func:`membership_experiment`, :func:`released_model_mia`), a released model's row kept in a record
-  beside its run (:func:`released_model_row`).
+  at low FPR (:func:`membership_experiment`, :func:`released_model_mia`), and the fingerprint of the code that makes
+  a released model's row (:func:`~dirdp.audit.membership.code_sha256`).
 """
 
 from dirdp.audit.attacks import (invert_gradients, logit_grad_from_update, loss_threshold_attack, match_to_truth, mlp,
@@ -42,8 +40,7 @@ from dirdp.audit.attacks import (invert_gradients, logit_grad_from_update, loss_
 from dirdp.audit.canary import (AUDIT_GRID, CANARY_MODEL, CanaryProblem, canary_audit, canary_problem, latent_audit,
                                 never_sampled_bound, train_linear_trials)
 from dirdp.audit.inversion import dense_reconstruction, inversion_experiment
-from dirdp.audit.membership import membership_experiment, released_model_mia, released_model_row
-from dirdp.audit.subspace import subspace_audit, subspace_audit_rows, subspace_residuals
+from dirdp.audit.membership import membership_experiment, released_model_mia
 from dirdp.audit.stats import (EpsilonLowerBound, audit_threshold, clopper_pearson, dp_auc_bound, epsilon_lower_bound,
                                roc_at)
 
@@ -52,6 +49,5 @@ __all__ = [
     "canary_audit", "canary_problem", "clopper_pearson", "dense_reconstruction", "dp_auc_bound", "epsilon_lower_bound",
     "inversion_experiment", "invert_gradients", "latent_audit", "logit_grad_from_update", "loss_threshold_attack",
     "match_to_truth", "membership_experiment", "mlp", "never_sampled_bound", "psnr", "reconstruct_dense_first_layer",
-    "released_model_mia", "released_model_row", "roc_at", "ssim", "subspace_audit", "subspace_audit_rows",
-    "subspace_residuals", "train_linear_trials",
+    "released_model_mia", "roc_at", "ssim", "train_linear_trials",
 ]

@@ -114,7 +114,7 @@ def make_private(model: nn.Module, optimizer: torch.optim.Optimizer, *, n: int, 
     returns the GradSampleModule and the DPOptimizer (clip, noise from ``generator``, divide by q n).
     The noise comes from torch's PRNG (Opacus' secure_mode off), as in every published DP-SGD
     experiment; for a production release, use Opacus' secure mode.
-    Batches come from the caller's own Poisson sampler (:func:`dirdp.training.poisson_sample`, the
+    Batches come from the caller's own Poisson sampler (:func:`dirdp.sampling.poisson_sample`, the
     same distribution as Opacus' sampler), so a run resumes exactly from a checkpoint."""
     with _opacus():
         from opacus import PrivacyEngine

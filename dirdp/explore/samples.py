@@ -9,10 +9,10 @@ from pathlib import Path
 
 import numpy as np
 
-from dirdp import accountant, paper, theory
+from dirdp import accountant, theory
 from dirdp.explore.live import View, new_figure
 from dirdp.explore.options import rstar
-from dirdp.presets import get_preset
+from dirdp.presets import TABLE6_RSTAR, TABLE7_RSTAR, get_preset
 
 RUNS = Path(__file__).resolve().parents[2] / "results" / "runs" / "cpu" / "mnist"
 """The committed CPU-profile MNIST runs (paper protocol) whose accuracy curves :func:`training_speed_figure` shows."""
@@ -132,9 +132,9 @@ def reference(*, preset, eps, alpha=None, s_y=0.9, d=None, lr=None) -> str:
         op = theory.operating_point(eps=eps, alpha=alpha, q=p.q, steps=p.steps, delta=p.delta, s_y=s_y, d=d, lr=lr)
     except accountant.InfeasibleEpsilonError as err:
         return str(err)
-    printed = ("Table 7", paper.TABLE7_RSTAR.get(p.name, {}).get(eps)) if alpha == 3.0 else (None, None)
+    printed = ("Table 7", TABLE7_RSTAR.get(p.name, {}).get(eps)) if alpha == 3.0 else (None, None)
     if printed[1] is None and p.name == "cifar10" and eps == 1.0:
-        printed = ("Table 6", paper.TABLE6_RSTAR.get(alpha))
+        printed = ("Table 6", TABLE6_RSTAR.get(alpha))
     return (f"{p.name} (q = {p.q:.5f}, T = {p.steps}, delta = {p.delta:g}), alpha = {alpha:g}, eps = {eps:g}, d = {d}, "
             f"lr = {lr:g}\nr* = {op['rstar']:.5f}" + ("" if printed[1] is None else f" (paper, {printed[0]}: {printed[1]})") +
             f"; certified eps {op['certified_eps']:.4f} at order {op['order']}\nat s_y = {s_y:g}: kappa = "

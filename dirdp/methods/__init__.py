@@ -15,7 +15,7 @@ import importlib
 
 from dirdp.methods.specs import (ALG1, AUDITED, BASELINES, CLIPPED, DEFAULT, DESCRIPTIONS, DIRICHLET, DPSGD,
                                  LABELS, LATENT, NAMES, NON_IMAGE_MODELS, SPECS, TEMPERED, Spec, audit_label, audited,
-                                 check, is_local, is_ours, key_of, label, model_of, norm_chosen, short,
+                                 check, is_local, is_ours, label, model_of, norm_chosen, short,
                                  spec)
 
 # name (CLI --method, file names) -> "module:object" of its implementation; what each declares: dirdp.methods.specs
@@ -40,4 +40,4 @@ def get(name: str):
 
 __all__ = ["ALG1", "AUDITED", "BASELINES", "CLIPPED", "CLI_HELP", "DEFAULT", "DESCRIPTIONS", "DIRICHLET", "DPSGD",
            "LABELS", "LATENT", "NAMES", "NON_IMAGE_MODELS", "SPECS", "TEMPERED", "Spec", "audit_label", "audited",
-           "check", "get", "is_local", "is_ours", "key_of", "label", "model_of", "norm_chosen", "short", "spec"]
+           "check", "get", "is_local", "is_ours", "label", "model_of", "norm_chosen", "short", "spec"]

@@ -96,11 +96,6 @@ def label(name: str) -> str:
     return spec(name).label
 
 
-def key_of(label_: str) -> str:
-    """The key of the method labelled ``label_`` in tables (a KeyError for a label of none)."""
-    return _BY_LABEL[label_]
-
-
 def is_ours(name: str) -> bool:
     """Whether ``name`` (a key or a label) is the paper's mechanism, Algorithm 1; False for anything else."""
     s = SPECS.get(_BY_LABEL.get(name, name))

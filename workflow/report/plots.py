@@ -1,0 +1,139 @@
+"""Accuracy against eps (or q), ours beside the paper's: the panel several notebooks draw.
+
+:func:`draw_accuracy` draws one panel on an axes the notebook made; the notebooks own their figures (size,
+panels, axes of their own such as Table 9's q or Figure 2's learning rate) and save them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dirdp import methods
+from dirdp.protocol import fmt_eps
+from workflow.experiments import PaperObject
+
+WIDTH_STYLE = ["o-", "s-", "^-", "D-"]  # ours (always solid): the widest width run, the next, ...; the paper: dashed
+DODGE = 1.03  # ours: each line's points drawn at x times DODGE**k (k centred on 0), so that none hides another
+METHOD_COLOR = {**{methods.label(m): i for i, m in enumerate(methods.NAMES)},  # tab10 indices: the methods run here,
+                "DPNAS": 4, "Gaussian penultimate layer": 5, "Equivariant DP-SGD": 6}  # then the paper's others
+INF_AT = 1.6  # eps = inf is drawn at this multiple of the largest finite eps
+
+
+def set_style() -> None:
+    """The seaborn theme of every figure of the paper's objects."""
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="notebook")
+
+
+def eps_x(eps: pd.Series, finite_max: float) -> pd.Series:
+    """eps on the x axis, with inf drawn one step right of the largest finite eps."""
+    return eps.map(lambda e: finite_max * INF_AT if math.isinf(e) else e)
+
+
+def runs_note(profile: str, settings) -> str:
+    """The subtitle that says which runs a figure shows: the profile, and the runs' setting where there is one; with
+    several (widths, precisions, norms) only what they share, and that the legend tells the lines apart."""
+    settings = [s for s in dict.fromkeys(settings) if isinstance(s, str) and s]
+    note = f"runs: profile '{profile}'"
+    if len(settings) == 1:
+        return f"{note}, {settings[0]}"
+    if settings:
+        parts = [s.split(", ") for s in settings]
+        shared = []  # the leading parts every setting has (protocol first, then width, ...)
+        for i, p in enumerate(parts[0]):
+            if not all(len(q) > i and q[i] == p for q in parts):
+                break
+            shared.append(p)
+        return f"{note}, " + (", ".join(shared) + "; " if shared else "") + "one line per setting (legend)"
+    return note
+
+
+def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "", *, x: str = "eps",
+                  legend: str = "right", dodge: float = DODGE, dodge_within_method: bool = False) -> None:
+    """One panel of ``obj``'s table (:func:`workflow.report.object_table`) against ``x`` ("eps" or "q"): the paper's
+    values (dashed line, no markers, band = one std), ours (solid lines, filled markers, error bars = one std over
+    seeds; one line per model width, norm and precision, each marker its own shape, the lines' points dodged
+    sideways by a factor ``dodge`` (default :data:`DODGE`; more where many lines share a cell) so that none hides
+    another: every line of the panel apart, or with ``dodge_within_method`` each method's lines among themselves, a
+    method with one line at its own eps) and the numbers the paper cites (open squares), one
+    colour per method in every figure. The legend sits outside the axes (``legend``: "right" or "below"; None:
+    none), so it covers no point. With x = "eps" the axis is log-scaled with inf drawn right of the largest finite
+    eps; any other x axis (log-scaled, as q) is the caller's to scale and label."""
+    import seaborn as sns
+
+    finite = [e for e in table.eps.dropna() if math.isfinite(e)] or [1.0]
+    xmax = max(finite + [e for e in table.eps_reported.dropna() if math.isfinite(e)])
+    palette = sns.color_palette("tab10")
+    shown = list(dict.fromkeys(table.method))
+    slots = [(m, key) for m in shown for key in _lines(table[(table.method == m) & (table.label == "run here")])]
+    for i, m in enumerate(shown):
+        color = palette[METHOD_COLOR.get(m, 5 + i) % 10]
+        paper_rows = table[(table.method == m) & table.paper.notna() & (table.label != "paper, cited")]
+        if len(paper_rows):
+            p = paper_rows.sort_values(x)
+            px = eps_x(p.eps, xmax) if x == "eps" else p[x]
+            ax.plot(px, p.paper, "--", color=color, label=f"{m} (paper)")
+            ax.fill_between(px, p.paper - p.paper_std.fillna(0), p.paper + p.paper_std.fillna(0), color=color, alpha=0.15)
+        ours = _with_keys(table[(table.method == m) & (table.label == "run here")])
+        widths = sorted(ours.width.dropna().unique(), reverse=True)
+        for j, (w, norm, prec) in enumerate(_lines(ours)):  # one line per width, norm and precision, all solid
+            at = ours[(ours.width == w) & (ours.norm == norm) & (ours.precision == prec)].sort_values(x)
+            mine = [s for s in slots if s[0] == m] if dodge_within_method else slots
+            shift = dodge ** (mine.index((m, (w, norm, prec))) - (len(mine) - 1) / 2)
+            ox = (eps_x(at.eps, xmax) if x == "eps" else at[x]) * shift
+            gn = ", GroupNorm" if norm == "group" and methods.norm_chosen(m) else ""
+            gn += ", bf16" if prec == "bf16" else ""
+            what = ("; eps is local DP per record" if methods.is_local(m) else
+                    gn if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width{gn}")
+            ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 3)],
+                        color=color, capsize=3, alpha=1.0 if j == 0 else 0.8, label=f"{m} (run here{what})")
+        cited = table[(table.method == m) & (table.label == "paper, cited")]
+        for c in cited.itertuples():
+            e = c.eps_reported if not pd.isna(c.eps_reported) else c.eps
+            cx = (xmax * INF_AT if math.isinf(e) else e) if x == "eps" else e
+            ax.plot(cx, c.paper, marker="s", mfc="none", color=color, ls="none")
+        if len(cited):
+            ax.plot([], [], marker="s", mfc="none", color=color, ls="none", label=f"{m} ({cited.source.iloc[0]}, cited)")
+    if x == "eps":
+        ax.set_xscale("log")
+        ticks = sorted(set(finite)) + ([xmax * INF_AT] if table.eps.map(math.isinf).any() else [])
+        ax.set_xticks(ticks, [fmt_eps(t) for t in sorted(set(finite))] + (["inf"] if len(ticks) > len(set(finite)) else []))
+        ax.minorticks_off()
+        ax.set_xlabel("epsilon (delta = 1e-5)")
+    ax.set_ylabel(f"{obj.metric} accuracy (%)")
+    ax.set_title(f"{obj.title}: {obj.dataset}" + (f"\n{title_note}" if title_note else ""), fontsize=10)
+    if legend == "right":
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    elif legend == "below":
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0, ncol=2)
+
+
+def _with_keys(ours: pd.DataFrame) -> pd.DataFrame:
+    """``ours`` with norm and precision filled (a CSV made before they were recorded: BatchNorm, fp32)."""
+    return ours.assign(norm=ours.norm.fillna("batch") if "norm" in ours else "batch",
+                       precision=ours.precision.fillna("fp32") if "precision" in ours else "fp32")
+
+
+def _lines(ours: pd.DataFrame) -> list[tuple]:
+    """The lines of one method's rows made here: (width, norm, precision), the widest first, BatchNorm before
+    GroupNorm, fp32 before bf16."""
+    ours = _with_keys(ours)
+    keys = {(w, n, p) for w, n, p in zip(ours.width, ours.norm, ours.precision) if not pd.isna(w)}
+    return sorted(keys, key=lambda k: (-k[0], k[1], k[2] != "fp32"))
+
+
+def figure(obj: PaperObject, table: pd.DataFrame, *, title_note: str = ""):
+    """One panel of accuracy against eps (:func:`draw_accuracy`) as a figure, for an object whose axis is eps.
+    Table 9 (q) and Figure 2 (learning rate) are drawn in their own notebooks."""
+    import matplotlib.pyplot as plt
+
+    if obj.axis != "eps":
+        raise ValueError(f"{obj.name} varies {obj.axis}, not eps: its figure is drawn in notebooks/{obj.name}.ipynb.")
+    set_style()
+    fig, ax = plt.subplots(figsize=(9.6, 4.2))
+    draw_accuracy(ax, obj, table, title_note)
+    fig.tight_layout()
+    return fig

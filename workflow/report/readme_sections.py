@@ -1,0 +1,259 @@
+"""The generated blocks of the README and of ``docs/`` (see :mod:`workflow.report.readme`): each function here makes one
+block, a table (or a single value) of one profile's result files, and nothing in a block is typed by hand. The
+README's own blocks are in :mod:`workflow.report.readme_front`, the campaign's in :mod:`workflow.report.readme_campaign`,
+the audit's in :mod:`workflow.report.readme_audit`.
+
+Formats: accuracies to 2 decimals, mean +- sample std over seeds with n beside it (n = 1: no std), epsilons as the
+files give them, wall times in minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from dirdp import methods
+from dirdp.protocol import fmt_eps
+from dirdp.provenance import read_csv
+from workflow.report.readme_campaign import NAMES, ReadmeError, acc
+
+TABLES = {"mnist": "table2_mnist", "fashionmnist": "table4_fashionmnist"}
+
+
+class Sources:
+    """The files of one profile, each read once: ``results/<profile>/<name>.csv`` and ``.json``, its executed
+    notebooks' metadata, and its run JSONs (through :func:`dirdp.run_result.read_run`, the one reader of a run
+    file)."""
+
+    def __init__(self, results: Path, profile: str):
+        self.results, self.profile = Path(results), profile
+        self.folder = self.results / profile
+        self.runs_dir = self.results / "runs" / profile
+        self._csv: dict[str, pd.DataFrame] = {}
+
+    def _path(self, relative: str, folder: Path | None = None) -> Path:
+        path = (folder or self.folder) / relative
+        if not path.is_file():
+            raise ReadmeError(f"{path}: missing; the README's and docs' numbers come from it (run the "
+                              f"'{self.profile}' profile's DAG, or `--config train=false` to rebuild tables from the runs)")
+        return path
+
+    def csv(self, name: str) -> pd.DataFrame:
+        if name not in self._csv:
+            try:
+                self._csv[name] = read_csv(self._path(f"{name}.csv"))[0]
+            except ValueError as err:  # no provenance line
+                raise ReadmeError(str(err)) from None
+        return self._csv[name]
+
+    def plain_csv(self, relative: str) -> pd.DataFrame:
+        """A CSV of the results folder itself (not a profile's), e.g. ``timings.csv``; '#' lines are comments."""
+        return pd.read_csv(self._path(relative, self.results), comment="#")
+
+    def json(self, name: str) -> dict:
+        return json.loads(self._path(f"{name}.json").read_text())
+
+    @cached_property
+    def runs(self) -> list[dict]:
+        from dirdp.run_result import read_run
+        from workflow.report.runs import run_files
+        return [read_run(p) for p in run_files(self.runs_dir)]
+
+    def runs_of(self, method: str, **match) -> list[dict]:
+        """The runs of ``method`` whose fields equal ``match``; Algorithm 1's with the paper's BatchNorm unless
+        ``norm`` is given (a GroupNorm run is another model)."""
+        if methods.spec(method).norm is None:  # its model's norm is the run's --norm (Algorithm 1's)
+            match.setdefault("norm", "batch")
+        return [r for r in self.runs if r["method"] == method and all(r[k] == v for k, v in match.items())]
+
+
+def minutes(seconds: list[float]) -> str:
+    if not seconds:
+        return "—"
+    lo, hi = min(seconds) / 60, max(seconds) / 60
+    return f"{lo:.0f} min" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} min"
+
+
+def _num(value, fmt: str) -> str:
+    return "—" if value is None or pd.isna(value) else format(value, fmt)
+
+
+def _paper(row) -> str:
+    if pd.isna(row.paper):
+        return "—"
+    return f"{row.paper:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}")
+
+
+# --- Table 7 -------------------------------------------------------------------------------------------------
+
+def table7(src: Sources) -> str:
+    """The cells of Table 7 whose printed (rounded) r*, run as printed, certifies more than its eps, and the cells
+    no r > 0 certifies at the order cap (``table7.csv``)."""
+    t = src.csv("table7")
+    over = t[t.paper_rstar.notna() & (t.eps_at_paper_rstar > t.eps)]
+    shown = pd.concat([over, t[t.status.str.startswith("infeasible")]]).sort_values(["dataset", "eps"])
+    out = ["| data set | eps | r* (Eq. 1, ours) | eps certified by ours | r* printed | eps certified by the printed r* | "
+           "status |", "|---|---|---|---|---|---|---|"]
+    for r in shown.itertuples():
+        out.append(f"| {NAMES[r.dataset]} | {fmt_eps(r.eps)} | {_num(r.rstar, '.6f')} | {_num(r.certified_eps, '.4f')} | "
+                   f"{_num(r.paper_rstar, '.3f')} | {_num(r.eps_at_paper_rstar, '.4f')} | {r.status} |")
+    return "\n".join(out)
+
+
+def table7_high_orders(src: Sources) -> str:
+    """``table7_high_orders.csv``: the infeasible cells of Table 7 with RDP orders beyond the cap."""
+    t = src.csv("table7_high_orders")
+    out = ["| data set | eps | floor (orders <= 256) | the floor holds for order caps up to | first order certifying | "
+           "order | eps at r = 3e-5 there | largest r certifying eps there | kappa there (s_y = 0.9) | kappa at the "
+           "eps = 1 r* |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in t.itertuples():
+        out.append(f"| {NAMES.get(r.dataset, r.dataset)} | {fmt_eps(r.eps)} | {r.floor:.3f} | {r.floor_holds_to_order:,} | "
+                   f"{r.first_order_certifying:,} | {r.order:,} | {r.eps_at_r_3e5:.3f} | {r.r_max_at_order:.2g} | "
+                   f"{r.kappa_at_r_max:.1e} | {r.kappa_at_rstar_eps1:.4f} (r* = {r.rstar_eps1:.4f}) |")
+    return "\n".join(out)
+
+
+# --- Runs made here ------------------------------------------------------------------------------------------
+
+def _model(r: dict) -> str:
+    return (f"{r['width']:g}x" + (", GroupNorm" if r["norm"] == "group" else "")
+            + (", bf16" if r["precision"] == "bf16" else ""))
+
+
+def _machine(device: str) -> str:
+    """A run's processors as a table shows them: without the "cpu: " prefix and the trademark signs."""
+    return device.replace("cpu: ", "").replace("(R)", "").replace(" Processor", "")
+
+
+def runs_alg1(src: Sources) -> str:
+    """One row per Algorithm 1 run of the profile (its result JSON): what ran, r* and the certified eps, the final
+    test accuracy and the best one along the run, the wall time and the processors it trained on (a run resumed on
+    another machine has a wall time summed over both: :func:`dirdp.run_result.devices`)."""
+    runs = sorted((r for r in src.runs if methods.is_ours(r["method"])),
+                  key=lambda r: (r["dataset"] != "mnist", r["eps"], r["width"], r["norm"], r["precision"], r["seed"]))
+    out = ["| data set | eps | model | seed | r* | certified eps | test acc. | best along the run (step) | wall time "
+           "| trained on |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        best = max(r["curve"], key=lambda p: p[1]) if r["curve"] else None
+        cert = r["certified_eps"]
+        out.append(f"| {NAMES[r['dataset']]} | {fmt_eps(r['eps'])} | {_model(r)} | {r['seed']} | {_num(r['rstar'], '.6f')} | "
+                   f"{'inf' if cert is None or math.isinf(cert) else f'{cert:.4f}'} | {r['test']:.2f} | "
+                   + ("—" if best is None else f"{best[1]:.2f} ({best[0]:,})") + f" | {minutes([r['wall_time_s']])} | "
+                   f"{_machine(r['device'])} |")
+    return "\n".join(out)
+
+
+# --- Baselines -----------------------------------------------------------------------------------------------
+
+MODEL = {methods.TEMPERED: "tempered-sigmoid DP-SGD (Papernot CNN, full size)",  # the baselines' rows, in order
+         methods.LATENT: "LATENT (frozen conv + FC on UER bits)",
+         methods.DPSGD: "DP-SGD, Opacus (Inception, {w:g}x, GroupNorm)"}
+
+
+def _privacy(r: dict) -> str:
+    if methods.is_local(r["method"]):
+        text = f"claimed {fmt_eps(r['eps'])}-LDP per record (exact: {r['eps_ldp_worst_case']:,.0f}"
+        return text + (f"; pair median {r['eps_pair_median']:,.0f}" if r.get("eps_pair_median") else "") + \
+            f"; {r['latent_string_length']:,} bits)"
+    return (f"({fmt_eps(r['eps'])}, 1e-5): RDP {r['certified_eps']:.3f}, PRV {r['epsilon_prv']:.3f}; "
+            f"sigma {r['noise_multiplier']:.3f}")
+
+
+def baselines(src: Sources) -> str:
+    out = ["| method (model) | data set | eps | privacy as certified (claimed for LATENT) | test acc. | paper "
+           "(ours - paper) | Alg. 1 at that eps (0.25x) | wall time |", "|---|---|---|---|---|---|---|---|"]
+    for method in MODEL:
+        for r in sorted(src.runs_of(method), key=lambda r: (r["dataset"] != "mnist", r["eps"], r["seed"])):
+            alg1 = [a["test"] for a in src.runs_of(methods.ALG1, dataset=r["dataset"], eps=r["eps"], width=0.25,
+                                                   precision="fp32")]
+            paper = "—"
+            if method == methods.DPSGD:  # the paper's DP-SGD column
+                t = src.csv(TABLES[r["dataset"]])
+                cell = t[(t.method == methods.label(method)) & (t.label == "run here") & (t.eps == r["eps"])]
+                if len(cell):
+                    row = next(cell.itertuples())
+                    paper = f"{_paper(row)} ({row.diff:+.2f})"
+            mean = acc(sum(alg1) / len(alg1), pd.Series(alg1).std(), len(alg1)) if alg1 else "—"
+            out.append(f"| {MODEL[method].format(w=r['width'])} | {NAMES[r['dataset']]} | {fmt_eps(r['eps'])} | "
+                       f"{_privacy(r)} | {r['test']:.2f} | {paper} | {mean} | {minutes([r['wall_time_s']])} |")
+    return "\n".join(out)
+
+
+def dpsgd_inception(src: Sources) -> str:
+    """Algorithm 1 against DP-SGD on the same Inception, data set, eps and width (``table4_fashionmnist.csv``): each
+    beside the paper's full-width value, and the gap between them here and in the paper."""
+    r = next(iter(src.runs_of(methods.DPSGD, dataset="fashionmnist")), None)
+    if r is None:
+        raise ReadmeError(f"{src.runs_dir}/fashionmnist: no DP-SGD run; the dpsgd-inception block compares it")
+    from workflow.report.objects import paper_model
+
+    here = src.csv("table4_fashionmnist")
+    here = here[here.label == "run here"]
+    a = paper_model(here)
+    a = a[(a.method == methods.label(methods.ALG1)) & (a.eps == r["eps"]) & (a.width == r["width"])].iloc[0]
+    d = here[(here.method == methods.label(methods.DPSGD)) & (here.eps == r["eps"])].iloc[0]
+    out = [f"| FashionMNIST, eps = {fmt_eps(r['eps'])}, Inception at {r['width']:g}x | test acc. ours | paper "
+           "(full width) | ours - paper |", "|---|---|---|---|",
+           f"| Algorithm 1 | {acc(a['mean'], a['std'], int(a.n))} | {_paper(a)} | {a['diff']:+.2f} |",
+           f"| DP-SGD (GroupNorm) | {acc(d['mean'], d['std'], int(d.n))} | {_paper(d)} | {d['diff']:+.2f} |",
+           f"| Algorithm 1 - DP-SGD | {a['mean'] - d['mean']:+.2f} | {a.paper - d.paper:+.2f} | |"]
+    return "\n".join(out)
+
+
+def bench(src: Sources) -> str:
+    """Every ``bench_baselines*.json`` (one per width and thread count): its command, machine, threads and load, then
+    seconds per step of the same model and batch, non-private, Algorithm 1 and DP-SGD, one row per model and file."""
+    found = sorted(src.folder.glob("bench_baselines*.json"))
+    if not found:
+        raise ReadmeError(f"{src.folder}: no bench_baselines*.json (python -m dirdp bench --baselines --json-out ...)")
+    recs = [(p, src.json(p.stem)) for p in found]
+    out = ["| file | command | machine | threads | median of | 1-min load at its end |", "|---|---|---|---|---|---|"]
+    for p, rec in recs:
+        rows = [r for r in rec["rows"] if "dpsgd_s" in r]
+        cfg = rec["provenance"]["config"]
+        out.append(f"| `{p.name}` | `{cfg['command']}` | {rec['provenance']['device']} | {rows[0]['threads']} | "
+                   f"{rows[0]['reps']} interleaved steps | {_num(cfg.get('load_average_1min_at_end'), '.1f')} |")
+    out += ["", "| model (GroupNorm, Opacus-compatible) | threads | non-private s/step | Algorithm 1 s/step | "
+            "DP-SGD s/step | Algorithm 1 / non-private | DP-SGD / Algorithm 1 |", "|---|---|---|---|---|---|---|"]
+    label = {"inception": "Inception, {w:g}x width, batch {b}", "papernot_cnn": "Papernot CNN (tempered sigmoid), batch {b}"}
+    for _, rec in recs:
+        for r in (r for r in rec["rows"] if "dpsgd_s" in r):
+            out.append(f"| {label.get(r['model'], r['model']).format(w=r['width'], b=r['batch'])} | {r['threads']} | "
+                       f"{r['nonprivate_s']:.3f} | {r['algorithm1_s']:.3f} | {r['dpsgd_s']:.3f} | "
+                       f"{r['algorithm1_s'] / r['nonprivate_s']:.2f} | **{r['dpsgd_over_algorithm1']:.2f}** |")
+    return "\n".join(out)
+
+
+def builders() -> dict:
+    """Block name -> (function making its text, the files it reads)."""
+    from workflow.report import readme_audit as audit
+    from workflow.report import readme_campaign as campaign
+    from workflow.report import readme_front as front
+    r = "results/{p}"
+    return {
+        "findings": (front.findings, f"{r}/headline_cells.csv"),
+        "scope": (front.scope, f"{r}/table*.csv, {r}/fig*.csv, {r}/bench_baselines*.json, workflow/paper.py"),
+        "timings": (front.timings, "results/timings.csv"),
+        "precision": (front.precision, f"{r}/precision_validation.csv, {r}/bench_sweep*.json"),
+        "table7": (table7, f"{r}/table7.csv"),
+        "table7-high-orders": (table7_high_orders, f"{r}/table7_high_orders.csv"),
+        "runs-alg1": (runs_alg1, "results/runs/{p}/"),
+        "width-effect": (campaign.width_effect, f"{r}/width_effect.csv"),
+        "full-width-cost": (campaign.full_width_cost, f"{r}/bench_full_width_t*.json"),
+        "cpu-precision": (campaign.cpu_precision, f"{r}/bench_sweep*.json"),
+        "baselines": (baselines, f"results/runs/{{p}}/, {r}/table2_mnist.csv, {r}/table4_fashionmnist.csv"),
+        "dpsgd-inception": (dpsgd_inception, f"results/runs/{{p}}/fashionmnist/, {r}/table4_fashionmnist.csv"),
+        "bench": (bench, f"{r}/bench_baselines*.json"),
+        "audit-reconstruction": (audit.reconstruction, f"{r}/audit_reconstruction.csv"),
+        "audit-canary": (audit.canary, f"{r}/audit_canary.csv"),
+        "audit-membership": (audit.membership, f"{r}/audit_membership.csv"),
+        "audit-membership-learned": (audit.membership_learned, f"{r}/audit_released_models.csv, results/runs/{{p}}/"),
+        "audit-subspace": (audit.subspace, f"{r}/audit_subspace.csv"),
+        "audit-batchnorm": (audit.batchnorm, f"{r}/audit_batchnorm.csv"),
+        "audit-first-layer": (audit.first_layer, f"{r}/audit_first_layer.csv"),
+        "audit-control": (audit.control, f"{r}/audit_control.csv"),
+    }
