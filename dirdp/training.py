@@ -21,7 +21,6 @@ import torch
 from dirdp import loop, methods, provenance
 from dirdp.accountant import Q_RULE
 from dirdp.data import Split, get_spec, load
-from dirdp.loop import params_sha256
 from dirdp.models import norm_of
 from dirdp.presets import get_preset
 from dirdp.protocol import Protocol

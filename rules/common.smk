@@ -47,6 +47,11 @@ NB = f"{RES}/notebooks"
 LOGS = "results/logs"
 NB_LOGS = f"{LOGS}/{PROFILE.name}"
 RUNS = PROFILE.all_runs()  # result path -> Run
+# the order the profile trains its runs in (its `campaign: queue`, then every other run seed by seed): each train job's
+# Snakemake priority, the first run's the highest, so that any command training several (the DAG, a campaign) starts
+# them in that order
+_QUEUE = PROFILE.campaign_queue()
+PRIORITY = {run.path(PROFILE.name): len(_QUEUE) - i for i, run in enumerate(_QUEUE)}
 # --config train=false: aggregate the runs already on disk, schedule no training (missing runs show
 # as "not run here (result file missing)")
 TRAIN = str(config.get("train", True)).lower() not in ("false", "0", "no")

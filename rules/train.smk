@@ -1,9 +1,11 @@
-"""Training: one job per run of the profile (workflow.experiments.Profile.all_runs)."""
+"""Training: one job per run of the profile (workflow.experiments.Profile.all_runs), each at the priority of its place
+in the profile's order (PRIORITY, rules/common.smk)."""
 
 
 rule train:
     """One training run of the profile (Algorithm 1 or a baseline): result JSON with provenance,
-    model weights beside it; resumes from <json>.ckpt.pt when a previous attempt was interrupted.
+    model weights beside it; resumes from <json>.ckpt.pt when a previous attempt was interrupted (SIGTERM or SIGINT:
+    the run writes its checkpoint and exits 75).
     The command names the interpreter as {PY}, which snakemake --lint reports ("uses variable PY from outside of the
     rule"): the one lint left, on purpose. The command's text is the rule's code record, and with the code rerun
     trigger a changed text would retrain every finished run that .snakemake/ records; params.py instead would make the
@@ -16,6 +18,7 @@ rule train:
         profile=PROFILE.name,
         tag=r"[A-Za-z0-9_.\-]+",
     threads: lambda wc: PROFILE.threads(RUNS[f"results/runs/{wc.profile}/{wc.dataset}/{wc.tag}.json"])
+    priority: lambda wc: PRIORITY[f"results/runs/{wc.profile}/{wc.dataset}/{wc.tag}.json"]
     resources:
         gpu=1 if ON_GPU else 0,
     params:

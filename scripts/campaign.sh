@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The CPU evidence campaign (config/cpu.yaml, `campaign: queue:`): its runs in the background, one thread
-# each, K = 2 at a time by default (a run that `training: threads_by_width` gives n threads takes n of the K slots),
-# logs in results/logs/runs/cpu/ and results/logs/campaign-cpu.log. With `campaign: redo_dirty: true` a result
-# whose provenance says "+dirty" (uncommitted code) is trained again from a clean tree and replaced when it lands.
+# The CPU evidence campaign (config/cpu.yaml, `campaign: queue:`): its runs in the background through Snakemake
+# (python -m workflow campaign run: the runs not done as targets of snakemake --keep-going, each train job at the
+# priority of its place in the queue), K = 2 cores by default (a run that `training: threads_by_width` gives n threads
+# takes n of them), logs in results/logs/runs/cpu/ and results/logs/campaign-cpu.log. With `campaign: redo_dirty:
+# true` a result whose provenance says "+dirty" (uncommitted code) is trained again from a clean tree and replaced.
 #   bash scripts/campaign.sh start    # start, or resume from the committed checkpoints (the default)
 #   bash scripts/campaign.sh status   # where each run stands (finished + accuracy, checkpoint step, queued)
-#   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops
+#   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops (SIGTERM)
 #   bash scripts/campaign.sh save     # stop, then commit finished results and the checkpoints of unfinished
 #                                     # runs (git add -f: they are ignored otherwise), so the next start resumes;
 #                                     # a finished run whose weights stay out of git first gets its membership
@@ -18,12 +19,13 @@
 #                                     # time is touched. The audit of released weights is not forced by a run
 #                                     # whose weights are not in git (full width): it cannot change. A committed
 #                                     # source file in place of a run (workflow/report/compare.py) rebuilds what reads it
+#                                     # (every notebook job reads the code: all of them)
 # Automated commits: one per `save` (the results, released models, runner records and the checkpoints of unfinished
 # runs, together) and one per `tables` (what the DAG rebuilt downstream of runs already saved); nothing else here, and
 # not the runner (workflow.campaign), commits.
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
-# (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides), and
-# the runner holds each next start back while there are some. K=1 bash scripts/campaign.sh start for one.
+# (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides).
+# K=1 bash scripts/campaign.sh start for one run at a time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

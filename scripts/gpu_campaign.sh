@@ -2,8 +2,9 @@
 # The GPU campaign in one command (run it from the repository root of a machine with one CUDA GPU):
 #   CUDA test lane -> benchmark (+ projections) -> the gpu profile's runs that can finish in the budget -> pack
 # inside a wall-clock budget (default 540 s; --budget S, 0 = none). With a budget, only the runs the benchmark's
-# steps/s says can finish are started (the queue fitted to the budget, workflow.campaign.fit_runs); --k N or --no-fit
-# start the queue K at a time instead, and runs the budget cuts off keep their checkpoint for the next campaign run.
+# steps/s says can finish are started (the queue fitted to the budget, workflow.campaign.fit); --k N or --no-fit
+# start the queue K at a time instead (through Snakemake; on a node without it, xargs -P K), and runs the budget cuts
+# off keep their checkpoint for the next campaign run.
 # Arguments go to `python -m dirdp campaign run`:
 #   bash scripts/gpu_campaign.sh --budget 3300 --pack out/   # on a GPU node without network, in the tree that
 #                                                            # scripts/gpu_prepare.sh bundled; copy out/ back, then

@@ -1,9 +1,11 @@
-"""The campaign machinery (workflow.campaign): queue order, K at a time, budget cut-off with checkpoint and
-resume, pack and unpack. The GPU campaign's --smoke mode is the same code on CPU with 4-step runs."""
+"""The campaign (workflow.campaign): a profile's runs in its priority order, trained by Snakemake K at a time, cut off
+at the budget with a checkpoint and resumed by the next campaign; pack and unpack. The GPU campaign's --smoke mode is
+the same code on CPU with 4-step runs; scripts/campaign.sh start, stop and start again on a tiny profile."""
 
-import gzip
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -13,14 +15,23 @@ from pathlib import Path
 import pytest
 import torch
 
-from workflow import campaign
+from workflow.campaign import fit, packing, plan, run
 from workflow.experiments import Profile
 
 REPO = Path(__file__).resolve().parents[1]
+# a run a budget must cut: eps = inf (no privacy floor for so many steps), no checkpoint but the one SIGTERM writes
+LONG = """profile: smoke-long
+extends: smoke
+training: {steps: 10000000, checkpoint_every: 10000000, eval_every: 10000000}
+grids:
+  table2_mnist: {eps: [inf]}
+campaign:
+  queue: [{method: alg1}]
+"""
 
 
-def test_gpu_queue_puts_the_open_questions_first():
-    jobs = campaign.plan(Profile.load(REPO / "config/gpu.yaml"), results_root="/nowhere", logs_root="/nowhere")
+def test_gpu_plan_puts_the_open_questions_first():
+    jobs = plan.plan(Profile.load(REPO / "config/gpu.yaml"), results_root="/nowhere", logs_root="/nowhere")
     names = [j.name for j in jobs]
     assert names[:5] == [f"fashionmnist/alg1_eps2_seed{s}" for s in range(5)]
     assert names[5:10] == [f"mnist/alg1_eps1_seed{s}" for s in range(5)]
@@ -34,7 +45,7 @@ def test_gpu_queue_puts_the_open_questions_first():
 
 def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     prof = Profile.load(REPO / "config/cpu.yaml")
-    jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
+    jobs = plan.plan(prof, results_root="/nowhere", logs_root="/nowhere")
     # issue 31's bf16 validation (MNIST eps = 1 at 0.25x, seeds 0-2, one thread each), then the full-width bf16 runs
     # (one thread each: one run per core), FashionMNIST eps = 2 first, then MNIST eps = 1, eps = inf, then seed 0 of
     # the cells never run (eps = 0.5 and 4), then MNIST eps = 2 and FashionMNIST eps = 1
@@ -49,7 +60,7 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     assert len(full_width) == 2 * (4 * 5 + 3)  # Tables 2 and 4: eps 0.5, 1, 2, 4 at five seeds, inf at three
     val, full = jobs[0].args, jobs[3].args
     assert "--bf16" in val and "--channels-last" in val and val[val.index("--threads") + 1] == "1"
-    assert val[val.index("--width") + 1] == "0.25" and jobs[0].slots == 1
+    assert val[val.index("--width") + 1] == "0.25" and jobs[0].threads == 1
     assert "--bf16" in full and float(full[full.index("--width") + 1]) == 1 and full[full.index("--threads") + 1] == "1"
     # the fp32 runs keep their paths and flags: issue 14's in its order, the GroupNorm run before the 5-hour
     # width-0.5 eps = inf run, so that the BatchNorm audit gets its comparison model first
@@ -60,8 +71,9 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
         "fashionmnist/alg1_w0.5_epsinf_seed0"]
     assert all("--bf16" not in j.args for j in jobs if "bf16" not in j.name)
     jobs = jobs[first:]
-    torch.save({"state": {"step": 200}}, tmp_path / "x.ckpt.pt")  # a checkpoint of a paper-T run: T = 9,600
-    line = campaign.describe(campaign.Job(jobs[0].run, tmp_path / "x", tmp_path / "x.log", jobs[0].args))
+    out = tmp_path / "x.json"
+    torch.save({"state": {"step": 200}}, tmp_path / "x.json.ckpt.pt")  # a checkpoint of a paper-T run: T = 9,600
+    line = plan.describe(plan.Job(jobs[0].run, out, tmp_path / "x.log", jobs[0].args))
     assert line.endswith("stopped    checkpoint at step 200 of 9600"), line
     gn = jobs[5].args
     assert gn[gn.index("--norm") + 1] == "group" and gn[gn.index("--width") + 1] == "0.25"
@@ -78,11 +90,26 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
                              "grids": {"table2_mnist": {"eps": [1], "extra": [{"eps": 1, "precision": "fp16"}]}}}).all_runs()
 
 
+def test_each_train_job_of_the_dag_has_its_place_in_the_profiles_order_as_priority(mirror_root):
+    """The one order: Snakemake starts the train jobs by priority, and each job's priority is its run's place in the
+    profile's campaign order, so that the DAG and a campaign train in the order the profile declares."""
+    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/cpu.yaml"], cwd=REPO,
+                          env=dict(os.environ, DIRDP_DATA=str(mirror_root), PYTHONPATH=str(REPO)),
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    jobs = re.findall(r"rule train:\n(?:    .*\n)*?    output: (\S+)\n(?:    .*\n)*?    priority: (\d+)", done.stdout)
+    by_priority = [out for out, _ in sorted(jobs, key=lambda j: -int(j[1]))]
+    queued = [str(j.out.relative_to(REPO)) for j in plan.plan(Profile.load(REPO / "config/cpu.yaml"),
+                                                              results_root=REPO / "results/runs")
+              if j.status == "queued"]
+    assert len(jobs) == len(queued) > 40 and by_priority == queued
+
+
 def _env(tiny_root):
     return dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
 
 
-def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path):
+def test_smoke_campaign_trains_through_snakemake_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path):
     work, pack_dir, repo = tmp_path / "work", tmp_path / "pack", tmp_path / "repo"
     done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--smoke", "--max-runs", "3",
                            "--workdir", str(work), "--pack", str(pack_dir)], cwd=REPO, env=_env(tiny_root),
@@ -103,9 +130,18 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     bench = json.loads((summary_path.parent / "bench.json").read_text())
     assert bench["rows"][0]["algorithm1_s"] > 0 and bench["rows"][0]["model"] == "inception"
     assert {"table1_cell_s", "profile_serial_s"} <= set(bench["projection"]) and len(bench["projections"]) == 3
-    # two at a time: the second run started before the first ended
-    assert "(2 running, 1 queued)" in done.stdout
+    # Snakemake trained them: the runs as targets, in the plan's order, two cores; it started them by priority
+    train = summary["train"]
+    assert train["scheduler"] == "snakemake" and train["returncode"] == 0 and not train["stopped"]
+    cmd = train["command"]
+    assert cmd[cmd.index("--cores") + 1] == "2" and "--keep-going" in cmd
+    assert cmd[-3:] == [f"results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed{s}.json" for s in range(3)]
+    said = (summary_path.parent / "snakemake.log").read_text()
+    started = [int(p) for p in re.findall(r"rule train:\n(?:    .*\n)*?    priority: (\d+)", said)]
+    assert len(started) == 3 and started == sorted(started, reverse=True), said
     # the record keeps each run's log gzipped (the committed records stay small, inside the size cap), whole
+    import gzip
+
     kept = sorted((summary_path.parent / "logs/fashionmnist").iterdir())
     assert [p.name for p in kept] == [f"alg1_eps2_seed{s}.log.gz" for s in range(3)]
     for p in kept:
@@ -115,12 +151,12 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     assert 1 <= len(parts) <= 4 and all(p.stat().st_size <= 15.5 * 2**20 for p in parts)
     repo.mkdir()
     with pytest.raises(ValueError, match="a smoke pack"):  # the trap: 4-step runs counted as finished results
-        campaign.unpack(pack_dir, root=repo)
+        packing.unpack(pack_dir, root=repo)
     assert not list(repo.rglob("*"))
     refused = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "unpack", str(pack_dir), "--into", str(repo)],
                              cwd=REPO, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "a smoke pack" in refused.stderr and "--allow-smoke" in refused.stderr
-    written = campaign.unpack(pack_dir, root=repo, allow_smoke=True)
+    written = packing.unpack(pack_dir, root=repo, allow_smoke=True)
     for p in runs:
         rel = p.relative_to(work)
         assert str(rel) in written and (repo / rel).read_bytes() == p.read_bytes()
@@ -128,81 +164,132 @@ def test_smoke_campaign_trains_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path
     assert any(w.endswith(".model.pt") for w in written)
 
 
-def test_budget_cut_leaves_a_checkpoint_and_the_next_campaign_run_resumes(tiny_root, tmp_path):
-    never = 10_000_000  # a run the budget must cut (eps = inf: no privacy floor for so many steps)
-    prof = Profile.from_config({"profile": "gpu", "objects": ["table4_fashionmnist"], "grids": {
-        "table4_fashionmnist": {"eps": ["inf"], "baselines": {}}}, "training": dict(
-            campaign.SMOKE_TRAINING, seeds=1, steps=never, checkpoint_every=never, eval_every=never)})
-    root, logs = tmp_path / "runs", tmp_path / "logs"
+def test_the_budget_stops_each_run_with_its_checkpoint_and_the_next_campaign_resumes_it(tiny_root, tmp_path,
+                                                                                         monkeypatch):
+    (tmp_path / "long.yaml").write_text(LONG)
+    for key, value in _env(tiny_root).items():
+        monkeypatch.setenv(key, value)
+    out = tmp_path / "results/runs/smoke-long/mnist/alg1_epsinf_seed0.json"
     steps = []
-    for call in range(2):
-        (job,) = campaign.plan(prof, results_root=root, logs_root=logs, max_runs=1)
-        assert job.status == "queued"
-        campaign.run_queue([job], k=1, deadline=time.monotonic() + 20, env=_env(tiny_root), say=lambda m: None)
-        assert job.status == "interrupted" and job.returncode == campaign.EXIT_INTERRUPTED
-        assert not job.out.exists() and job.ckpt.exists()
-        steps.append(torch.load(job.ckpt, weights_only=False)["state"]["step"])
-    log = job.log.read_text()
-    assert steps[0] > 0 and steps[1] > steps[0]
-    assert f"resumed from step {steps[0]} of 10000000" in log and log.count("interrupted at step") == 2
+    for _ in range(2):
+        summary = run.run_campaign(tmp_path / "long.yaml", budget_s=35, k=1, tests=False, bench=False,
+                                   workdir=tmp_path, max_runs=1, say=lambda m: None)
+        assert summary["train"]["stopped"] and [r["status"] for r in summary["runs"]] == ["stopped"]
+        assert not out.exists() and plan.checkpoint_step(out) == summary["runs"][0]["step"]
+        steps.append(summary["runs"][0]["step"])
+    log = (tmp_path / "results/logs/runs/smoke-long/mnist/alg1_epsinf_seed0.log").read_text()
+    assert 0 < steps[0] < steps[1] and summary["runs"][0]["resumed_from"] == steps[0]
+    assert f"resumed from step {steps[0]} of 10000000" in log and "interrupted at step" in log
+    assert not out.with_name(out.name + ".lock").exists()  # each run let go of its lock
 
 
-def test_redo_dirty_trains_a_result_of_uncommitted_code_again_and_replaces_it(tiny_root, tmp_path):
-    """``campaign: redo_dirty`` queues a finished run whose provenance says "+dirty"; the old result stays until the
-    new lands at its path, status says both, and the runner says what it replaced (here: the same weights, since a
-    run is deterministic on CPU). Without the key, or for a clean result, the run is done."""
-    cfg = {"profile": "gpu", "objects": ["table4_fashionmnist"], "grids": {
-        "table4_fashionmnist": {"eps": ["inf"], "baselines": {}}}, "training": dict(campaign.SMOKE_TRAINING, seeds=1)}
-    root, logs = tmp_path / "runs", tmp_path / "logs"
-    (job,) = campaign.plan(Profile.from_config(cfg), results_root=root, logs_root=logs)
-    campaign.run_queue([job], k=1, env=_env(tiny_root), say=lambda m: None)
-    first = json.loads(job.out.read_text())
-    assert job.status == "finished"
-    dirty = dict(first, test_accuracy=12.34, provenance=dict(first["provenance"], git_commit="0" * 40 + "+dirty"))
+def _sandbox(work: Path, tiny_root: Path) -> dict:
+    """A repository of its own holding the workflow and scripts/campaign.sh, with a stand-in .venv whose python runs
+    this interpreter; the environment that runs it."""
+    work.mkdir()
+    for name in ("Snakefile", "rules", "config", "dirdp", "workflow", "profiles", "report", "scripts",
+                 "environment.yml", ".gitignore"):
+        src = REPO / name
+        (shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__")) if src.is_dir()
+         else shutil.copy2(src, work / name))
+    (work / "config/long.yaml").write_text(LONG)
+    (work / ".venv/bin").mkdir(parents=True)
+    python = work / ".venv/bin/python"  # a wrapper: a symlink would lose the venv's packages
+    python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=work, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=work, check=True)
+    subprocess.run([*git, "commit", "-qm", "sandbox"], cwd=work, check=True)
+    env = dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1", CONFIG="config/long.yaml", K="1")
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def _progress(log: Path) -> int:
+    """The last step the progress bar of a run's log shows (0 before any)."""
+    found = re.findall(r"\| *(\d+)/10000000", log.read_text(errors="replace")) if log.exists() else []
+    return int(found[-1]) if found else 0
+
+
+def test_campaign_sh_start_stop_and_start_again_resumes_the_run_from_its_checkpoint(tiny_root, tmp_path):
+    """scripts/campaign.sh on a tiny profile: start trains in the background through Snakemake, stop makes the run
+    write its checkpoint and waits for it, and the next start resumes it from there."""
+    work = tmp_path / "repo"
+    env = _sandbox(work, tiny_root)
+    out = work / "results/runs/smoke-long/mnist/alg1_epsinf_seed0.json"
+    log = work / "results/logs/runs/smoke-long/mnist/alg1_epsinf_seed0.log"
+
+    def sh(action: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "scripts/campaign.sh", action], cwd=work, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    steps = []
+    for attempt in range(2):
+        started = sh("start")
+        assert started.returncode == 0 and "campaign: runner" in started.stdout, started.stdout + started.stderr
+        end = time.monotonic() + 180
+        while _progress(log) <= (steps[-1] if steps else 0):  # this attempt's steps, past the last checkpoint
+            assert time.monotonic() < end, (log.read_text() if log.exists() else "no log")
+            time.sleep(1)
+        stopped = sh("stop")
+        assert stopped.returncode == 0 and "stopped    checkpoint at step" in stopped.stdout, stopped.stdout
+        assert "runner: not running" in sh("status").stdout
+        steps.append(plan.checkpoint_step(out))
+        assert not out.exists() and steps[-1] and "interrupted at step" in log.read_text()
+    assert steps[0] < steps[1] and f"resumed from step {steps[0]} of 10000000" in log.read_text()
+    assert not out.with_name(out.name + ".lock").exists()
+
+
+def test_redo_dirty_trains_a_result_of_uncommitted_code_again_and_replaces_it(tiny_root, tmp_path, monkeypatch):
+    """``campaign: redo_dirty`` queues a finished run whose provenance says "+dirty": Snakemake is told to force it and
+    it lands anew at its path (here: the same weights, since a run is deterministic on CPU); status says both
+    while it is queued. Without the key a result is a result."""
+    for key, value in _env(tiny_root).items():
+        monkeypatch.setenv(key, value)
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("profile: smoke-redo\nextends: smoke\ngrids:\n  table2_mnist: {eps: [inf]}\n"
+                   "campaign: {queue: [{method: alg1}], redo_dirty: true}\n")
+    kw = dict(k=1, budget_s=0, tests=False, bench=False, workdir=tmp_path, max_runs=1, say=lambda m: None)
+    first = run.run_campaign(cfg, **kw)
+    (job,) = plan.plan(plan.load_profile(cfg), results_root=tmp_path / "results/runs", max_runs=1)
+    assert [r["status"] for r in first["runs"]] == ["finished"] and job.out.exists()
+    rec = json.loads(job.out.read_text())
+    dirty = dict(rec, test_accuracy=12.34, provenance=dict(rec["provenance"], git_commit="0" * 40 + "+dirty"))
     job.out.write_text(json.dumps(dirty))
-    (plain,) = campaign.plan(Profile.from_config(cfg), results_root=root, logs_root=logs)
-    assert plain.status == "done" and plain.replaces is None  # without redo_dirty a result is a result
-    redo_cfg = dict(cfg, campaign={"redo_dirty": True})
-    (redo,) = campaign.plan(Profile.from_config(redo_cfg), results_root=root, logs_root=logs)
-    assert redo.status == "queued" and redo.args[-1] == "--force" and redo.replaces == dict(git_commit="0" * 40 + "+dirty", test_accuracy=12.34,
-                                                            params_sha256=first["params_sha256"])
-    line = campaign.describe(redo)
+    (redo,) = plan.plan(plan.load_profile(cfg), results_root=tmp_path / "results/runs", max_runs=1)
+    assert redo.status == "queued" and redo.replaces == dict(git_commit="0" * 40 + "+dirty", test_accuracy=12.34,
+                                                             params_sha256=rec["params_sha256"])
+    line = plan.describe(redo)
     assert "finished   test acc.  12.34" in line and "made by uncommitted code, trained again: queued" in line
-    said = []
-    campaign.run_queue([redo], k=1, env=_env(tiny_root), say=said.append)
-    again = json.loads(redo.out.read_text())
-    assert redo.status == "finished" and again["test_accuracy"] == first["test_accuracy"] != 12.34
-    assert again["params_sha256"] == first["params_sha256"] and not redo.ckpt.exists()
-    assert any(f"replaces the result of uncommitted code {'0' * 12}+dirty (test acc. 12.34): the same weights" in m
-               for m in said), said
-    assert campaign._record(redo)["replaces"]["test_accuracy"] == 12.34
-    (after,) = campaign.plan(Profile.from_config(redo_cfg), results_root=root, logs_root=logs)
-    clean = "+dirty" not in again["provenance"]["git_commit"]  # a clean checkout (CI): the redone result is done
-    assert (after.status, after.replaces is None) == (("done", True) if clean else ("queued", False))
+    again = run.run_campaign(cfg, **kw)
+    assert "--force" in again["train"]["command"] and [r["status"] for r in again["runs"]] == ["finished"]
+    landed = json.loads(job.out.read_text())
+    assert landed["test_accuracy"] == rec["test_accuracy"] != 12.34 and landed["params_sha256"] == rec["params_sha256"]
+    assert again["runs"][0]["replaces"]["test_accuracy"] == 12.34
+    plain = plan.Job(redo.run, redo.out, redo.log, redo.args)  # without redo_dirty: a result is a result
+    job.out.write_text(json.dumps(dirty))
+    assert plain.done()
 
 
-def test_a_run_with_more_threads_takes_as_many_slots_and_the_queue_keeps_its_order(tiny_root, tmp_path):
-    """``training: threads_by_width`` gives a wider run more torch threads; in the campaign it takes that many of
-    the K slots: with K = 2 the two-thread run starts only when it is alone and the run queued after it waits for it
-    (no job jumps the queue). Each result records its sessions' threads."""
-    cfg = {"profile": "gpu", "objects": ["table4_fashionmnist"], "grids": {"table4_fashionmnist": {
-        "eps": ["inf"], "baselines": {}, "extra": [{"eps": "inf", "width": 0.125}]}},
-        "training": dict(campaign.SMOKE_TRAINING, seeds=2, threads_by_width=[{"width": 0.125, "threads": 2}])}
-    prof = Profile.from_config(cfg)
-    jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs")
-    assert [(j.name, j.slots) for j in jobs] == [("fashionmnist/alg1_epsinf_seed0", 1),
-                                                 ("fashionmnist/alg1_w0.125_epsinf_seed0", 2),
-                                                 ("fashionmnist/alg1_epsinf_seed1", 1)]
-    assert jobs[1].args[jobs[1].args.index("--threads") + 1] == "2" and "(2 threads)" in campaign.describe(jobs[1])
-    said = []
-    campaign.run_queue(jobs, k=2, env=_env(tiny_root), say=said.append, poll_s=0.05)
-    events = [m.split()[0] + " " + m.split()[1].rstrip(":") for m in said if m.split()[0] in ("started", "finished")]
-    a, wide, b = (j.name for j in jobs)
-    assert events == [f"started {a}", f"finished {a}", f"started {wide}", f"finished {wide}", f"started {b}",
-                      f"finished {b}"], said
-    assert any(m.startswith(f"started   {wide} (1 running, 1 queued, 2 threads)") for m in said), said
+def test_a_run_with_more_threads_gets_them_from_snakemake(tiny_root, tmp_path, monkeypatch):
+    """``training: threads_by_width`` gives a wider run more torch threads: its train job asks Snakemake for them, so
+    with K = 2 cores it runs alone; each result records its sessions' threads."""
+    for key, value in _env(tiny_root).items():
+        monkeypatch.setenv(key, value)
+    cfg = tmp_path / "p.yaml"
+    cfg.write_text("profile: smoke-threads\nextends: smoke\ngrids:\n  table2_mnist: {eps: [inf], baselines: {},"
+                   " extra: [{eps: inf, width: 0.25}]}\ntraining: {seeds: 2, threads_by_width: [{width: 0.25, threads: 2}]}\n"
+                   "campaign: {queue: [{method: alg1}]}\n")
+    jobs = [j for j in plan.plan(plan.load_profile(cfg), results_root=tmp_path / "results/runs") if j.run.method == "alg1"]
+    assert [(j.name, j.threads) for j in jobs] == [("mnist/alg1_epsinf_seed0", 1), ("mnist/alg1_epsinf_seed1", 1),
+                                                   ("mnist/alg1_w0.25_epsinf_seed0", 2)]
+    assert "(2 threads)" in plan.describe(jobs[2])
+    summary = run.run_campaign(cfg, k=2, budget_s=0, tests=False, bench=False, workdir=tmp_path, max_runs=3,
+                               say=lambda m: None)
+    assert [r["status"] for r in summary["runs"]] == ["finished"] * 3
     threads = [[s["torch_threads"] for s in json.loads(j.out.read_text())["provenance"]["sessions"]] for j in jobs]
-    assert threads == [[1], [2], [1]]
+    assert threads == [[1], [1], [2]]
     from workflow import profile_schema
 
     overlay = {"training": {"threads_by_width": [{"width": 1}]}}  # a width without its threads
@@ -234,13 +321,13 @@ def test_pack_leaves_out_what_does_not_fit_and_says_so(tmp_path):
     small.parent.mkdir(parents=True)
     small.write_text("{}")
     big.write_bytes(os.urandom(300_000))
-    packed = campaign.pack([(small, "result"), (big, "model weights")], root / "out", root=root, part_mib=0.1,
-                           max_parts=2)
+    packed = packing.pack([(small, "result"), (big, "model weights")], root / "out", root=root, part_mib=0.1,
+                          max_parts=2)
     assert packed["files"] == 1 and [x["path"] for x in packed["left_out"]] == ["results/b.model.pt"]
     assert len(packed["parts"]) == 1
     dest = tmp_path / "dest"
     dest.mkdir()
-    assert campaign.unpack(root / "out", root=dest) == ["results/a.json"]
+    assert packing.unpack(root / "out", root=dest) == ["results/a.json"]
 
 
 def test_unpack_refuses_files_outside_results(tmp_path):
@@ -251,9 +338,9 @@ def test_unpack_refuses_files_outside_results(tmp_path):
         payload.write_text("x")
         tar.add(payload, arcname="results/../dirdp/__init__.py")
     with pytest.raises(ValueError, match="refusing"):
-        campaign.unpack(evil, root=tmp_path / "repo")
+        packing.unpack(evil, root=tmp_path / "repo")
     with pytest.raises(ValueError, match="no campaign.tar.gz.00"):
-        campaign.unpack(tmp_path / "nothing", root=tmp_path)
+        packing.unpack(tmp_path / "nothing", root=tmp_path)
 
 
 def test_campaign_cli_errors_are_clear(tmp_path):
@@ -274,46 +361,45 @@ def test_the_gpu_campaign_without_a_gpu_says_so():
     assert done.returncode == 2 and "no CUDA device" in done.stderr and "--smoke" in done.stderr
 
 
-def test_a_held_queue_starts_nothing_and_says_why(tmp_path):
-    prof = campaign.load_profile(REPO / "config/cpu.yaml", smoke=True)
-    jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs", max_runs=2)
-    said = []
-    campaign.run_queue(jobs, k=2, deadline=time.monotonic() + 1.5, say=said.append, poll_s=0.1,
-                       hold=lambda: "uncommitted code changes")
-    assert [j.status for j in jobs] == ["queued", "queued"] and not list(tmp_path.glob("logs/**/*.log"))
-    assert said == ["holding the next start: uncommitted code changes"]
+def test_require_clean_starts_nothing_while_the_code_is_uncommitted(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "dirty_code", lambda: "uncommitted code changes (...)")
+    monkeypatch.setattr(run, "_train", lambda *a, **k: pytest.fail("a run started"))
+    with pytest.raises(ValueError, match="--require-clean: uncommitted code changes"):
+        run.run_campaign(REPO / "config/cpu.yaml", smoke=True, require_clean=True, tests=False, bench=False,
+                         workdir=tmp_path, say=lambda m: None)
+    assert not (tmp_path / "results").exists()
 
 
-def test_the_queue_fitted_to_the_budget_starts_only_the_runs_that_can_finish():
-    """The queue fitted to the budget (fit_runs): from the benchmark's seconds per step, the runs started (in queue
-    order) must finish in the time left, however fast or slow the GPU; K is how many were chosen, at most the memory's
-    bound."""
+def test_the_plan_fitted_to_the_budget_starts_only_the_runs_that_can_finish():
+    """The plan fitted to the budget (fit_runs): from the benchmark's seconds per step, the runs started (in the
+    profile's order) must finish in the time left, however fast or slow the GPU; K is how many were chosen, at most
+    the memory's bound."""
     prof = Profile.load(REPO / "config/gpu.yaml")
-    jobs = campaign.plan(prof, results_root="/nowhere", logs_root="/nowhere")
+    jobs = plan.plan(prof, results_root="/nowhere", logs_root="/nowhere")
 
     def rows(alg1_s):
         return [dict(model="inception", width=1.0, precision="fp32", batch=250, nonprivate_s=alg1_s / 2,
                      algorithm1_s=alg1_s, dpsgd_s=alg1_s * 5)]
 
     # 9,600 steps at 10 ms: 96 s of steps, x 1.3 + 30 s = 154.8 s a run: two fit in 400 s
-    chosen, k, why = campaign.fit_runs(jobs, rows(0.01), prof, seconds=400, k_max=8)
+    chosen, k, why = fit.fit_runs(jobs, rows(0.01), prof, seconds=400, k_max=8)
     assert [j.name for j in chosen] == ["fashionmnist/alg1_eps2_seed0", "fashionmnist/alg1_eps2_seed1"] and k == 2
     assert "fit: 2 run(s)" in why
-    assert campaign.fit_runs(jobs, rows(0.001), prof, seconds=400, k_max=3)[1] == 3  # fast: the memory bound
-    slow, k, why = campaign.fit_runs(jobs, rows(0.1), prof, seconds=400, k_max=8)  # 1,278 s a run
+    assert fit.fit_runs(jobs, rows(0.001), prof, seconds=400, k_max=3)[1] == 3  # fast: the memory bound
+    slow, k, why = fit.fit_runs(jobs, rows(0.1), prof, seconds=400, k_max=8)  # 1,278 s a run
     assert slow == [] and k == 1 and "no run can finish" in why and "1278 s" in why
-    assert campaign.fit_runs(jobs, None, prof, seconds=400, k_max=8)[0] == []  # no benchmark: nothing starts
+    assert fit.fit_runs(jobs, None, prof, seconds=400, k_max=8)[0] == []  # no benchmark: nothing starts
 
 
 def test_a_checkpoint_is_packed_only_if_the_next_bundle_can_take_it(tmp_path):
     prof = Profile.load(REPO / "config/gpu.yaml")
-    jobs = campaign.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs", max_runs=2)
+    jobs = plan.plan(prof, results_root=tmp_path / "runs", logs_root=tmp_path / "logs", max_runs=2)
     for j in jobs:
         j.ckpt.parent.mkdir(parents=True, exist_ok=True)
         j.ckpt.write_bytes(b"x" * 1000)
     cdir = tmp_path / "c"
     cdir.mkdir()
-    labels = lambda room: [label for _, label in campaign.pack_list(jobs, cdir, ckpt_room=room)]  # noqa: E731
+    labels = lambda room: [label for _, label in packing.pack_list(jobs, cdir, ckpt_room=room)]  # noqa: E731
     assert labels(None).count("checkpoint") == 2 and labels(1500).count("checkpoint") == 1
     assert labels(500).count("checkpoint") == 0
 
@@ -324,7 +410,7 @@ def test_the_pack_bounds_reach_the_campaign(monkeypatch):
     from workflow.__main__ import main
 
     seen = []
-    monkeypatch.setattr(campaign, "run_campaign", lambda *a, **kw: seen.append(kw) or dict(runs=[]))
+    monkeypatch.setattr(run, "run_campaign", lambda *a, **kw: seen.append(kw) or dict(runs=[]))
     assert main(["campaign", "run", "--smoke", "--pack", "out", "--pack-parts", "2", "--pack-part-mib", "3.5"]) == 0
     assert main(["campaign", "run", "--smoke"]) == 0
     assert [(kw["pack_parts"], kw["pack_part_mib"]) for kw in seen] == [(2, 3.5), (4, 15.5)]

@@ -357,9 +357,9 @@ def test_bad_bench_arguments_exit_2_before_any_model_is_built(flags, match, caps
                                          (["--bench-reps", "0"], "--bench-reps must be at least 1"),
                                          (["--budget", "nan"], "--budget must be >= 0")])
 def test_bad_campaign_arguments_exit_2_before_anything_runs(flags, match, capsys, monkeypatch):
-    from workflow import campaign
+    from workflow.campaign import run
 
-    monkeypatch.setattr(campaign, "run_campaign", lambda *a, **k: pytest.fail("the campaign ran"))
+    monkeypatch.setattr(run, "run_campaign", lambda *a, **k: pytest.fail("the campaign ran"))
     assert cli(["campaign", "run", "--smoke", *flags]) == 2
     assert match in one_error_line(capsys.readouterr().err)
 

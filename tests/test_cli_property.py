@@ -100,11 +100,12 @@ def stubbed(monkeypatch, tmp_path):
     import torch
 
     import dirdp.training
-    from workflow import campaign
     from workflow.bench import accounting as bench_accounting
     from workflow.bench import campaign as bench_campaign
     from workflow.bench import core as bench_core
     from workflow.bench import sweep as bench_sweep
+    from workflow.campaign import plan as campaign_plan
+    from workflow.campaign import run as campaign_run
 
     def reached(*args, **kwargs):
         raise Reached
@@ -114,8 +115,8 @@ def stubbed(monkeypatch, tmp_path):
     monkeypatch.setattr(bench_campaign, "campaign_main", reached)
     monkeypatch.setattr(bench_accounting, "core_bench", reached)  # bench --core: seconds of r* solves and losses
     monkeypatch.setattr(bench_sweep, "sweep", reached)  # bench --sweep: minutes of interleaved steps
-    monkeypatch.setattr(campaign, "run_campaign", reached)
-    monkeypatch.setattr(campaign, "status", reached)
+    monkeypatch.setattr(campaign_run, "run_campaign", reached)
+    monkeypatch.setattr(campaign_plan, "status", reached)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
     (tmp_path / "empty").mkdir()
     (tmp_path / "a file").write_text("")

@@ -2,7 +2,8 @@
 opacus, jupyter, nbval, jsonschema and pytest impossible to import (as on the GPU campaign's machine, which has
 torch, numpy, scipy, pandas, matplotlib, tqdm and pyyaml alone), Algorithm 1 trains from the CLI, ``--help`` and
 ``rstar`` work, DP-SGD fails with one clear line (exit 2), and the campaign path (``campaign run --smoke``:
-profile check, test lane, benchmark, training, pack; ``campaign status``) runs, its subprocesses blocked too."""
+profile check, test lane, benchmark, training without Snakemake, pack; ``campaign status``) runs, its subprocesses
+blocked too."""
 
 import json
 import math
@@ -100,20 +101,27 @@ def test_help_and_rstar_without_the_workflow_extras():
     assert "r* = 0.27" in r.stdout  # r* = 0.277068 at the MNIST protocol
 
 
-def test_the_campaign_runs_without_jsonschema_and_pytest(tiny_root, tmp_path):
+def test_the_campaign_runs_without_snakemake_jsonschema_and_pytest(tiny_root, tmp_path):
     """What the GPU machine lacks, blocked in this process and every subprocess: the profile is checked without
-    jsonschema (a plain structural check), the test lane says it did not run, the run trains and the pack is made."""
+    jsonschema (a plain structural check), the test lane says it did not run, the runs train without Snakemake (the
+    same train commands, in the plan's order, through xargs -P K) and the pack is made."""
     site, work, pack = tmp_path / "site", tmp_path / "work", tmp_path / "pack"
     site.mkdir()
-    proc = run_blocked(["campaign", "run", "--smoke", "--max-runs", "1", "--workdir", str(work), "--pack", str(pack)],
+    proc = run_blocked(["campaign", "run", "--smoke", "--max-runs", "2", "--workdir", str(work), "--pack", str(pack)],
                        tiny_root, timeout=600, site=site)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     (summary,) = (work / "results/campaign/gpu-smoke").glob("*/summary.json")
     s = json.loads(summary.read_text())
     assert s["tests"]["ran"] is False and "pytest is not importable" in s["tests"]["last_line"]
-    assert s["bench"]["returncode"] == 0 and s["started"] == s["finished"] == 1
-    assert [r["status"] for r in s["runs"]] == ["finished"]
+    assert s["bench"]["returncode"] == 0 and s["started"] == s["finished"] == 2
+    assert [r["status"] for r in s["runs"]] == ["finished"] * 2
+    assert s["train"]["scheduler"] == "xargs" and s["train"]["command"][:5] == ["xargs", "-d", "\n", "-P", "2"]
+    jobs = (summary.parent / "jobs.txt").read_text().splitlines()
+    assert [line.split(" --out ")[1].split()[0] for line in jobs] == [
+        str(work / f"results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed{s}.json") for s in range(2)]
+    assert all(" -m dirdp train --dataset fashionmnist --eps 2 --seed " in line and " --threads 1 " in line
+               for line in jobs)
     assert (work / "results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed0.json").exists()
     assert list(pack.glob("campaign.tar.gz.*"))
     status = run_blocked(["campaign", "status", "--config", "config/gpu.yaml", "--workdir", str(work)], site=site,

@@ -153,6 +153,22 @@ def test_the_library_is_small_and_holds_no_workflow():
     assert not inside & {"report", "campaign", "bench", "experiments.py", "profile_schema.py", "snakemake_args.py"}
 
 
+def test_no_re_export_shim():
+    """A module imports a name to use it: no import kept only to be re-exported (``noqa: F401``), and no package's
+    ``__init__`` hands on a private name of a submodule."""
+    shims = [f"{p.relative_to(REPO)}: {line.strip()}" for p in MODULES.values() for line in p.read_text().splitlines()
+             if "noqa: F401" in line and "only whether it imports" not in line]
+    assert shims == []
+    private = {}
+    for m, p in MODULES.items():
+        if p.name == "__init__.py":
+            for node in ast.walk(ast.parse(p.read_text())):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(FIRST_PARTY):
+                    if names := [a.name for a in node.names if a.name.startswith("_")]:
+                        private[m] = names
+    assert private == {}
+
+
 def test_no_module_is_much_over_300_lines():
     long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > 320}
     assert not long, f"modules over ~300 lines: {long}"

@@ -76,13 +76,13 @@ def _bench_problem(args) -> str | None:
 def _campaign(args) -> int:
     from pathlib import Path
 
-    from workflow import campaign
+    from workflow.campaign import packing, plan, run
 
     try:
         if args.action == "status":
-            print(campaign.status(args.config, workdir=args.workdir))
+            print(plan.status(args.config, workdir=args.workdir))
         elif args.action == "unpack":
-            written = campaign.unpack(args.src, allow_smoke=args.allow_smoke,
+            written = packing.unpack(args.src, allow_smoke=args.allow_smoke,
                                       **({"root": Path(args.into)} if args.into else {}))
             print(f"unpacked {len(written)} files:\n" + "\n".join(f"  {w}" for w in written))
         else:
@@ -98,15 +98,15 @@ def _campaign(args) -> int:
                 raise ValueError(f"--pack-part-mib must be a number of MiB, at least 1. Found {args.pack_part_mib:g}.")
             if args.pack_parts < 1:
                 raise ValueError(f"--pack-parts must be at least 1. Found {args.pack_parts}.")
-            summary = campaign.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
-                                            smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
-                                            tests=not args.no_tests, bench=not args.no_bench,
-                                            bench_reps=args.bench_reps, require_clean=args.require_clean,
-                                            fit=args.fit, pack_part_mib=args.pack_part_mib,
-                                            pack_parts=args.pack_parts)
+            summary = run.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
+                                       smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
+                                       tests=not args.no_tests, bench=not args.no_bench,
+                                       bench_reps=args.bench_reps, require_clean=args.require_clean,
+                                       fit=args.fit, pack_part_mib=args.pack_part_mib, pack_parts=args.pack_parts)
             failed = [r["run"] for r in summary["runs"] if r["status"] == "failed"]
             if failed:
-                print(f"failed runs: {', '.join(failed)} (their logs are in {summary['campaign_dir']}/logs)",
+                print(f"failed runs: {', '.join(failed)} (their logs are in {summary['campaign_dir']}/logs, and what "
+                      f"{summary['train']['scheduler']} said in {summary['campaign_dir']}/{summary['train']['scheduler']}.log)",
                       file=sys.stderr)
                 return 1
     except ValueError as err:

@@ -92,23 +92,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_campaign_parser(sub) -> None:
-    p = sub.add_parser("campaign", help="train a profile's runs in priority order, K at a time, inside a budget "
-                                        "(the GPU campaign; the CPU evidence campaign)",
-                       description=describe("Train a profile's runs in priority order, K at a time, inside a time "
-                                             "budget, and say where each run stands.",
-                                             "campaign status --config config/cpu.yaml",
-                                             "campaign run --smoke"))
+    p = sub.add_parser("campaign", help="train a profile's runs in priority order through Snakemake, K at a time, "
+                                        "inside a budget (the GPU campaign; the CPU evidence campaign)",
+                       description=describe("Train a profile's runs in priority order through Snakemake, K at a time, "
+                                            "inside a time budget, and say where each run stands.",
+                                            "campaign status --config config/cpu.yaml",
+                                            "campaign run --smoke"))
     act = p.add_subparsers(dest="action", required=True, metavar="action",
                            title="actions (python -m workflow campaign <action> --help for each)")
-    r = act.add_parser("run", help="test lane, benchmark, then the queue K at a time; pack what it made",
-                       description=describe("Run a profile's campaign: the CUDA test lane, the benchmark, then its "
-                                             "queue of runs K at a time, and pack what it made.",
-                                             "campaign run --config config/gpu.yaml --budget 540 --pack out/",
-                                             "campaign run --smoke"))
+    r = act.add_parser("run", help="test lane, benchmark, then the runs through Snakemake, K at a time; pack what it "
+                                   "made",
+                       description=describe("Run a profile's campaign: the CUDA test lane, the benchmark, then its runs "
+                                            "in priority order through Snakemake, K at a time, and pack what it made.",
+                                            "campaign run --config config/gpu.yaml --budget 540 --pack out/",
+                                            "campaign run --smoke"))
     r.add_argument("--config", default="config/gpu.yaml", help="profile whose campaign queue runs")
     r.add_argument("--budget", type=float, default=540,
-                   help="wall-clock seconds for everything, packing included (0: no limit). Runs the budget cuts "
-                        "off leave their checkpoint; the next campaign run resumes them")
+                   help="wall-clock seconds for everything, packing included (0: no limit). At the budget every run "
+                        "gets SIGTERM and leaves its checkpoint; the next campaign run resumes it")
     r.add_argument("--k", type=int, help="runs side by side (default: from the benchmark's memory; CPU: cores)")
     r.add_argument("--pack", metavar="DIR", help="pack results, checkpoints, logs and the benchmark into DIR "
                                                  "(at most --pack-parts files of --pack-part-mib MiB each); "
@@ -129,20 +130,19 @@ def _add_campaign_parser(sub) -> None:
                    help="with a budget, start the queue K at a time anyway (default: only the runs the benchmark's "
                         "steps/s says can finish in the budget, unless --k is given)")
     r.add_argument("--require-clean", action="store_true",
-                   help="start a run only while the code equals its commit (the CPU campaign: no '+dirty' results)")
+                   help="start only while the code equals its commit (the CPU campaign: no '+dirty' results)")
     s = act.add_parser("status", help="where each run of a profile's campaign stands",
                        description=describe("Show where each run of a profile's campaign stands: done, running, "
-                                             "stopped or queued.", "campaign status --config config/cpu.yaml"))
+                                            "stopped or queued.", "campaign status --config config/cpu.yaml"))
     s.add_argument("--config", default="config/cpu.yaml", help="profile whose campaign queue is shown")
     s.add_argument("--workdir", help="folder holding results/ (default: the repository)")
     u = act.add_parser("unpack", help="put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the repository",
                        description=describe("Put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the "
-                                             "repository.", "campaign unpack out/"))
+                                            "repository.", "campaign unpack out/"))
     u.add_argument("src", metavar="DIR", help="folder holding the pack")
     u.add_argument("--into", help="repository root (default: this one)")
     u.add_argument("--allow-smoke", action="store_true",
                    help="unpack a smoke pack (campaign run --smoke: 4-step CPU runs) too; refused without it")
-
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:

@@ -11,7 +11,7 @@ import math
 import torch
 
 from dirdp.audit.stats import audit_threshold, epsilon_lower_bound
-from workflow.audit.claims import ADJACENCY_NAMES, matched_claim, verdict
+from workflow.audit.claims import matched_claim, verdict
 
 EVERY_UPDATE = "every update"
 FINAL_MODEL = "final model"

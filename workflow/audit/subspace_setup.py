@@ -16,7 +16,6 @@ import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 
-import numpy as np
 import torch
 from torch import nn
 

@@ -38,7 +38,7 @@ def run_seconds(job, rows: list[dict] | None, profile: Profile) -> float | None:
     job's precision: steps x median seconds per step, batch-scaled), times :data:`RUN_OVERHEAD`, plus
     :data:`RUN_START_S`; None where the benchmark measured no row for it. A resumed run costs its steps left."""
     from workflow.bench.projection import _run_cost
-    from workflow.campaign.queue import _ckpt_step
+    from workflow.campaign.plan import checkpoint_step
 
     if not rows:
         return None
@@ -50,7 +50,7 @@ def run_seconds(job, rows: list[dict] | None, profile: Profile) -> float | None:
     model, reason, steps, seconds, _ = _run_cost(job.run, training, by_key, precision)
     if reason is not None or not steps:
         return None
-    done = _ckpt_step(job.ckpt) or 0
+    done = checkpoint_step(job.out) or 0
     return seconds * max(steps - done, 0) / steps * RUN_OVERHEAD + RUN_START_S
 
 

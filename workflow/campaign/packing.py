@@ -10,7 +10,7 @@ import tarfile
 from pathlib import Path
 
 from dirdp.run_result import weights_path
-from workflow.campaign.queue import REPO, Job, _now
+from workflow.campaign.plan import REPO, Job, now
 
 MIB = 1 << 20
 
@@ -36,7 +36,7 @@ def pack(files: list[tuple[Path, str]], dest: str | Path, *, root: Path = REPO, 
         kept.append((path, label))
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=6) as tar:
-        manifest = json.dumps(dict(created_utc=_now(), **(meta or {}), files=[str(p.resolve().relative_to(root)) for p, _ in kept],
+        manifest = json.dumps(dict(created_utc=now(), **(meta or {}), files=[str(p.resolve().relative_to(root)) for p, _ in kept],
                                    left_out=left_out), indent=1).encode()
         info = tarfile.TarInfo("CAMPAIGN_MANIFEST.json")
         info.size = len(manifest)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from dirdp import methods, provenance
-from workflow.report.compare import MARGIN, PAPER_SEEDS
+from workflow.report.compare import PAPER_SEEDS
 from workflow.report.objects import paper_model
 
 CELL_COLUMNS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",

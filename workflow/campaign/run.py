@@ -1,6 +1,7 @@
-"""The campaign driver (:func:`run_campaign`): the CUDA test lane and the benchmark as preparatory steps, K
-chosen from the benchmark (:func:`workflow.campaign.fit.choose_k`), the queue trained inside the budget, its summary written and
-packed; :func:`status` says where every run of a profile's campaign stands."""
+"""The campaign driver (:func:`run_campaign`): on a GPU, the CUDA test lane and the benchmark first, K from the
+benchmark (:func:`workflow.campaign.fit.choose_k`) and the plan fitted to the budget; then the training step
+(:mod:`workflow.campaign.train`: Snakemake with the plan's runs as targets, until the budget); then its record
+(``results/campaign/<profile>/<UTC time>/``: the summary, the runs' logs gzipped, the benchmark) and the pack."""
 
 from __future__ import annotations
 
@@ -14,35 +15,15 @@ import sys
 import time
 from pathlib import Path
 
+import yaml
+
 from dirdp import methods
-from workflow.campaign.fit import RUN_OVERHEAD, RUN_START_S, choose_k, fit_runs, run_seconds  # noqa: F401
+from workflow.campaign.fit import choose_k, fit_runs
 from workflow.campaign.packing import MIB, pack, pack_list
-from workflow.campaign.queue import REPO, _now, describe, plan, run_queue
-from workflow.campaign.summary import _record, report
-from workflow.experiments import Profile
-
-# smoke mode: the same queue machinery on CPU with tiny runs (the test suite runs it)
-SMOKE_TRAINING = dict(device="cpu", width=0.0625, steps=4, q=0.05, train_subset=256, eval_every=2, threads=1,
-                      bf16=False, channels_last=False)
-
-
-def load_profile(config: str | Path, *, smoke: bool = False, overrides: dict | None = None) -> Profile:
-    """The profile of ``config`` (a profile YAML, with what it ``extends:``, as the Snakefile reads it), with
-    ``overrides`` of its ``training`` block; ``smoke``
-    turns every run into a 4-step CPU run on a small training subset (:data:`SMOKE_TRAINING`), of the profile
-    ``<name>-smoke`` (its results under ``results/runs/<name>-smoke/``, never at the real runs' paths)."""
-    from workflow import profile_schema
-
-    path = Path(config)
-    if not path.exists():
-        raise ValueError(f"no profile {path}: give a config/<profile>.yaml (e.g. config/gpu.yaml).")
-    cfg = profile_schema.load(path)
-    training = dict(cfg.get("training") or {})
-    if smoke:  # its own profile name, so its 4-step runs never sit at a real run's path (results/runs/<name>-smoke/)
-        training.update(SMOKE_TRAINING)
-        cfg = {**cfg, "profile": f"{cfg['profile']}-smoke"}
-    training.update(overrides or {})
-    return Profile.from_config({**cfg, "training": training})
+from workflow.campaign.plan import REPO, Job, checkpoint_step, made_dirty, now, plan, profile_config
+from workflow.campaign.summary import record, report
+from workflow.campaign.train import has_snakemake, plain_command, run_until, snakemake_command
+from workflow.experiments import OBJECTS, Profile
 
 
 def gpu_sample() -> dict | None:
@@ -55,7 +36,7 @@ def gpu_sample() -> dict | None:
         util, used, total = (float(v) for v in out.splitlines()[0].split(","))
     except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
         return None
-    return dict(t=_now(), util_pct=util, mem_used_mib=used, mem_total_mib=total)
+    return dict(t=now(), util_pct=util, mem_used_mib=used, mem_total_mib=total)
 
 
 def _pytest_missing() -> str | None:
@@ -91,21 +72,31 @@ def _step(name: str, cmd: list[str], log: Path, *, timeout: float, env: dict, sa
     return dict(returncode=rc, seconds=round(time.monotonic() - t, 1), last_line=lines[-1] if lines else "")
 
 
+def dirty_code() -> str | None:
+    """Why no run may start now: the code differs from its commit (its results would record "+dirty")."""
+    from dirdp.provenance import git_commit
+
+    if git_commit(REPO).endswith("+dirty"):
+        return "uncommitted code changes (a run started now would record '+dirty'); commit them first"
+    return None
+
+
 def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | None = 540, k: int | None = None,
                  pack_to: str | Path | None = None, smoke: bool = False, workdir: str | Path | None = None,
                  max_runs: int | None = None, tests: bool = True, bench: bool = True, bench_reps: int = 10,
                  require_clean: bool = False, fit: bool | None = None, travel_bytes: int | None = None,
                  size_cap: int | None = None, pack_part_mib: float = 15.5, pack_parts: int = 4, say=print) -> dict:
-    """The whole campaign in one call (see the module docstring). ``workdir`` is the folder that holds
+    """The whole campaign in one call (see the package docstring). ``workdir`` is the folder that holds
     ``results/`` (the repository by default; a temporary folder for ``smoke``). Returns the summary that
     is also written to ``results/campaign/<profile>/<UTC time>/summary.json``.
 
     ``fit`` (default: with a budget and no ``k``): start only the runs that can finish in the budget
-    (:func:`fit_runs`, from the benchmark's steps/s). Runs whose data set is not under the data root (a bundle for
-    a GPU node without network holds only the data set(s) it trains) are not started. ``travel_bytes``: what the
-    bundle this tree came in weighed (``.gpu/TRAVEL.json``, by ``scripts/gpu_prepare.sh``), ``size_cap`` the cap it
-    was prepared under (:func:`workflow.campaign.travel.measured` by default): checkpoints are packed only while the
-    next bundle can still take them within the cap. The pack: at most ``pack_parts`` files of ``pack_part_mib``."""
+    (:func:`~workflow.campaign.fit.fit_runs`, from the benchmark's steps/s). Runs whose data set is not under the data
+    root (a bundle for a GPU node without network holds only the data set(s) it trains) are not started.
+    ``require_clean``: refuse to start while the code differs from its commit. ``travel_bytes``: what the bundle this
+    tree came in weighed (``.gpu/TRAVEL.json``, by ``scripts/gpu_prepare.sh``), ``size_cap`` the cap it was prepared
+    under (:func:`workflow.campaign.travel.measured` by default): checkpoints are packed only while the next bundle can
+    still take them within the cap. The pack: at most ``pack_parts`` files of ``pack_part_mib``."""
     import tempfile
 
     from workflow.campaign.travel import measured
@@ -115,22 +106,30 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     prepared_bytes, prepared_cap = measured(REPO)  # scripts/gpu_prepare.sh's measurement of the bundle, if any
     travel_bytes = prepared_bytes if travel_bytes is None else travel_bytes
     size_cap = prepared_cap if size_cap is None else size_cap
-    profile = load_profile(config, smoke=smoke)
+    cfg = profile_config(config, smoke=smoke)
+    profile = Profile.from_config(cfg)
     device = str(profile.training.get("device", "cpu"))
-    if device.startswith("cuda"):
+    gpu = device.startswith("cuda")
+    if gpu:
         import torch
 
         if not torch.cuda.is_available():
             raise ValueError(f"{config} trains on {device}, but torch sees no CUDA device. "
                              "On a machine without one, --smoke runs the same machinery on CPU with 4-step runs.")
+    if require_clean and (why := dirty_code()):
+        raise ValueError(f"--require-clean: {why}")
     work = Path(workdir) if workdir else (Path(tempfile.mkdtemp(prefix="dirdp-smoke-")) if smoke else REPO)
     stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     cdir = work / "results" / "campaign" / profile.name / stamp
     cdir.mkdir(parents=True, exist_ok=True)
+    profile_file = config
+    if smoke:  # the profile <name>-smoke, as Snakemake reads a profile: one file, checked against the schema
+        profile_file = cdir / "profile.yaml"
+        profile_file.write_text(yaml.safe_dump(cfg, sort_keys=False))
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [env.get("PYTHONPATH")])])
     summary: dict = dict(config=str(config), profile=profile.name, smoke=smoke, device=device, budget_s=budget_s,
-                         started_utc=_now(), workdir=str(work))
+                         started_utc=now(), workdir=str(work))
     from dirdp.provenance import device_name, git_commit
 
     summary.update(device_name=device_name(), git_commit=git_commit())
@@ -154,7 +153,7 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         summary["tests"] = dict(ran=False, runner=None, returncode=None, seconds=0.0, last_line="--no-tests")
     rows = None
     if bench:
-        bench_cmd = [sys.executable, "-m", "dirdp", "bench", "--campaign", "--device", device,
+        bench_cmd = [sys.executable, "-m", "workflow", "bench", "--campaign", "--device", device,
                      "--reps", str(1 if smoke else bench_reps), "--json-out", str(cdir / "bench.json")]
         if smoke:
             bench_cmd += ["--width", "0.0625", "--models", "inception", "--precisions", "fp32", "--batch", "16"]
@@ -168,41 +167,38 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         k, why = (2, "smoke: 2 at once") if smoke else choose_k(rows, device=device)
     else:
         why = "given (--k)"
-    reserve = 30 if device.startswith("cuda") else 20  # shutdown (checkpoints) and packing
+    reserve = 30 if gpu else 20  # shutdown (checkpoints) and packing
     jobs = plan(profile, results_root=work / "results" / "runs", logs_root=work / "results" / "logs" / "runs",
                 max_runs=max_runs)
-    no_data = _without_data(jobs)
+    needed = {OBJECTS[o].dataset for o in profile.active()}
+    present = set(profile.present_data()) & needed
+    no_data = [j for j in jobs if j.status == "queued" and j.run.dataset not in present]
     for j in no_data:
         j.status = "no-data"
     todo = [j for j in jobs if j.status == "queued"]
     if fit and deadline is not None:
-        chosen, k, why = fit_runs(todo, rows, profile, seconds=_remaining(deadline) - reserve, k_max=k)
-        todo = chosen
-    threads = max(1, (os.cpu_count() or 2) // k) if device.startswith("cuda") else None
-    for j in todo:  # the GPU campaign's CPU share per run
-        if threads:
-            j.args[j.args.index("--threads") + 1] = str(threads)
-            j.slots = 1
-    summary.update(k=k, k_reason=why, fit=fit, started_planned=len(todo),
-                   no_data=[j.name for j in no_data])
+        todo, k, why = fit_runs(todo, rows, profile, seconds=_remaining(deadline) - reserve, k_max=k)
+    summary.update(k=k, k_reason=why, fit=fit, started_planned=len(todo), no_data=[j.name for j in no_data])
     say(f"--- training: {len(todo)} of {len(jobs)} runs to start now, {k} at a time ({why})"
         + (f"; {len(no_data)} without their data set here (not started)" if no_data else ""))
-    samples: list[dict] = []
-    t_train = time.monotonic()
-    run_queue(todo, k=k, deadline=None if deadline is None else deadline - reserve, env=env,
-              grace_s=15 if device.startswith("cuda") else 60, say=say, hold=_dirty_code if require_clean else None,
-              sample=(lambda: samples.append(s) if (s := gpu_sample()) else None) if device.startswith("cuda") else None)
-    summary["train_s"] = round(time.monotonic() - t_train, 1)
-    summary["gpu_samples"] = samples
-    summary["runs"] = [_record(j) for j in jobs if j.status not in ("queued", "done", "no-data")]
-    summary["not_reached"] = [j.name for j in jobs if j.status == "queued"]
-    summary["started"] = sum(j.status not in ("queued", "done", "no-data") for j in jobs)
-    summary["finished"] = sum(j.status == "finished" for j in jobs)
+    summary["train"] = _train(todo, profile_file, k=k, gpu=gpu, work=work, cdir=cdir, env=env, say=say,
+                              datasets=sorted(present) if needed - present else None,
+                              deadline=None if deadline is None else deadline - reserve)
+    started_at = time.time() - (time.monotonic() - t0)
+    for j in todo:  # a redone result of uncommitted code counts once it is replaced
+        landed = j.out.exists() and (j.replaces is None or made_dirty(j.out) != j.replaces)
+        began = j.log.exists() and j.log.stat().st_mtime >= started_at  # its job wrote its log in this campaign
+        j.status = ("finished" if landed else "stopped" if (checkpoint_step(j.out) or 0) > (j.step_before or 0)
+                    else "failed" if began else "not reached")
+    summary["runs"] = [record(j) for j in todo if j.status != "not reached"]
+    summary["not_reached"] = [j.name for j in jobs if j.status in ("queued", "not reached")]
+    summary["started"] = len(summary["runs"])
+    summary["finished"] = sum(j.status == "finished" for j in todo)
     steps = sum(r["steps_this_call"] or 0 for r in summary["runs"])
-    summary["steps_per_s_total"] = round(steps / summary["train_s"], 2) if summary["train_s"] else None
+    summary["steps_per_s_total"] = round(steps / summary["train"]["seconds"], 2) if summary["train"]["seconds"] else None
     logs = cdir / "logs"
-    for j in jobs:
-        if j.log.exists() and j.status not in ("queued", "done", "no-data"):
+    for j in todo:
+        if j.status != "not reached" and j.log.exists():
             (logs / j.run.dataset).mkdir(parents=True, exist_ok=True)
             gzip_copy(j.log, logs / j.run.dataset / f"{j.log.name}.gz")
     summary.update(travel_bytes=travel_bytes, size_cap_bytes=size_cap)
@@ -227,6 +223,30 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     return summary
 
 
+def _train(jobs: list[Job], profile_file, *, k: int, gpu: bool, work: Path, cdir: Path, env: dict, say,
+           datasets: list[str] | None, deadline: float | None) -> dict:
+    """The training step (:mod:`workflow.campaign.train`): Snakemake where it runs here, else the same commands
+    through xargs; its output in ``cdir``, what ran in the record. GPU utilisation sampled while it runs (nvidia-smi)."""
+    if not jobs:
+        return dict(scheduler=None, command=None, returncode=None, seconds=0.0, gpu_samples=[])
+    if has_snakemake():
+        scheduler, cmd, stdin = "snakemake", snakemake_command(profile_file, jobs, k=k, gpu=gpu, work=work,
+                                                               datasets=datasets), None
+    else:
+        scheduler, stdin = "xargs", cdir / "jobs.txt"
+        cmd = plain_command(jobs, k=k, jobs_file=stdin)
+        say("--- Snakemake is not installed here: the same train commands, in the same order, through xargs -P "
+            f"{k} ({stdin})")
+    say(f"--- {scheduler}: {' '.join(cmd)}")
+    samples: list[dict] = []
+    t = time.monotonic()
+    rc = run_until(cmd, deadline=deadline, env=env, cwd=work, log=cdir / f"{scheduler}.log", say=say,
+                   grace_s=15 if gpu else 60, stdin=stdin,
+                   tick=(lambda: samples.append(s) if (s := gpu_sample()) else None) if gpu else None)
+    return dict(scheduler=scheduler, command=cmd, returncode=rc, stopped=rc is None,
+                seconds=round(time.monotonic() - t, 1), gpu_samples=samples)
+
+
 def gzip_copy(src: Path, dest: Path) -> None:
     """Copy a run log gzipped (no name or time in the header: the same log gives the same bytes). A training log is
     mostly progress-bar frames and compresses about tenfold, which keeps the committed records, and so the bundle
@@ -237,50 +257,9 @@ def gzip_copy(src: Path, dest: Path) -> None:
 
 
 def _models(profile: Profile) -> set[str]:
-    """The models the profile's runs train (what the benchmark measures when the queue is fitted to the budget)."""
+    """The models the profile's runs train (what the benchmark measures when the plan is fitted to the budget)."""
     from dirdp.presets import PRESETS
 
     # each run's method's own model (the Papernot CNN) or the data set's; LATENT's is no image model (not benchmarked)
     return {methods.model_of(r.method, PRESETS[r.dataset].model)
             for r in profile.all_runs().values() if r.dataset in PRESETS and methods.spec(r.method).images}
-
-
-def _without_data(jobs: list) -> list:
-    """The jobs whose data set is not under the data root here (``$DIRDP_DATA``): a bundle for a GPU node without
-    network holds only the data set(s) it trains (scripts/gpu_prepare.sh)."""
-    from dirdp.data import missing_files
-
-    missing: dict[str, bool] = {}
-    out = []
-    for j in jobs:
-        if j.status != "queued":
-            continue
-        ds = j.run.dataset
-        if ds not in missing:
-            try:
-                missing[ds] = bool(missing_files(ds))
-            except (ValueError, KeyError):
-                missing[ds] = False
-        if missing[ds]:
-            out.append(j)
-    return out
-
-
-def _dirty_code() -> str | None:
-    """Why a run must not start now: the code differs from its commit (its provenance would say "+dirty")."""
-    from dirdp.provenance import git_commit
-
-    if git_commit(REPO).endswith("+dirty"):
-        return "uncommitted code changes (a run started now would record '+dirty'); commit them and it starts"
-    return None
-
-
-def status(config: str | Path, *, workdir: str | Path | None = None) -> str:
-    """Where every run of the profile's campaign stands, in queue order."""
-    profile = load_profile(config)
-    work = Path(workdir) if workdir else REPO
-    jobs = plan(profile, results_root=work / "results" / "runs", logs_root=work / "results" / "logs" / "runs")
-    done, redo = sum(j.done() for j in jobs), sum(j.out.exists() and not j.done() for j in jobs)
-    again = f" ({redo} more finished by uncommitted code: trained again, redo_dirty)" if redo else ""
-    return "\n".join([f"campaign of '{profile.name}' ({config}): {done} of {len(jobs)} runs finished{again}"]
-                     + [describe(j) for j in jobs])
