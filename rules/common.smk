@@ -17,7 +17,7 @@ from snakemake.settings.types import DeploymentMethod
 from dirdp import methods
 from workflow.experiments import OBJECTS, Profile, Run
 from workflow.missing_data import missing_data_message
-from workflow.report import object_notebook, profile_run_paths
+from workflow.report import OBJECT_NOTEBOOK, profile_run_paths
 
 
 def sources(*folders):

@@ -1,8 +1,7 @@
 """The paper's tables and figures that come from training runs: one notebook job per paper object
 (workflow.experiments.OBJECTS), the baselines comparison, the width effect, the summary of every run and the headline
-figure (every cell beside the paper, the privacy claim beside the audit). The objects that vary eps share one
-notebook (notebooks/accuracy_vs_eps.ipynb, run with object_name set to each); Table 9 and Figure 2 have their own
-(workflow.report.object_notebook)."""
+figure (every cell beside the paper, the privacy claim beside the audit). Every paper object has the same notebook
+(notebooks/accuracy_vs_eps.ipynb, workflow.report.OBJECT_NOTEBOOK), run with object_name set to each."""
 
 
 for _name in OBJECTS:
@@ -13,7 +12,7 @@ for _name in OBJECTS:
             _name
         input:
             deps(
-                f"notebooks/{object_notebook(_name)}.ipynb",
+                f"notebooks/{OBJECT_NOTEBOOK}.ipynb",
                 CODE,
                 run_inputs(profile_run_paths(OBJECTS[_name], PROFILE)),  # its runs, and those of `also_show` on disk
             ),
@@ -23,8 +22,8 @@ for _name in OBJECTS:
         log:
             f"{NB_LOGS}/{_name}.log",
         params:
-            cmd=papermill(object_notebook(_name), {"object_name": _name, "config": PROFILE_PARAM,
-                                                   "runs_root": "results/runs"}, out=_name),
+            cmd=papermill(OBJECT_NOTEBOOK, {"object_name": _name, "config": PROFILE_PARAM, "runs_root": "results/runs"},
+                          out=_name),
         conda:
             ENV
         shell:

@@ -24,7 +24,7 @@ from dirdp import data as dirdp_data
 from dirdp import provenance
 from workflow import profile_schema
 from workflow.experiments import METHODS, OBJECTS, Profile
-from workflow.report import object_notebook
+from workflow.report import OBJECT_NOTEBOOK
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -259,8 +259,8 @@ def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
     assert not elsewhere, f"outputs outside the {profile} profile's folders: {elsewhere}"
     assert f"results/{profile}/README.md" in files["index"]
     assert f"results/{profile}/notebooks/table2_mnist.ipynb" in files["table2_mnist"]
-    for name in OBJECTS:  # the objects that vary eps share one notebook, each executed into a copy named as it
-        assert f"notebooks/{object_notebook(name)}.ipynb results/{profile}/notebooks/{name}.ipynb " in proc.stdout
+    for name in OBJECTS:  # the objects share one notebook, each executed into a copy named as it
+        assert f"notebooks/{OBJECT_NOTEBOOK}.ipynb results/{profile}/notebooks/{name}.ipynb " in proc.stdout
     # the notebooks are told to write there
     assert f"-p results_dir results/{profile} -p figures_dir figures/{profile} " in proc.stdout
     assert "-p results_dir results " not in proc.stdout and "-p figures_dir figures " not in proc.stdout

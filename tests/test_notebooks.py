@@ -58,29 +58,24 @@ def _code_lines(path: Path) -> set[str]:
             if line.strip() and not line.strip().startswith("#")}
 
 
-def test_the_paper_objects_that_vary_eps_share_one_notebook():
+def test_every_paper_object_is_made_by_the_one_notebook():
+    """The ten objects differ by parameters only (their grid, the columns printed, the figure's axis: the object's
+    own, workflow.report.show_columns and workflow.report.figure): one notebook, none named as an object."""
     from workflow.experiments import OBJECTS
-    from workflow.report import EPS_NOTEBOOK, object_notebook
+    from workflow.report import OBJECT_NOTEBOOK
 
     stems = {p.stem for p in NOTEBOOKS}
-    for name in OBJECTS:
-        assert object_notebook(name) in stems, f"{name}: no notebooks/{object_notebook(name)}.ipynb"
-    # a notebook named as an object only where the object's logic differs (its axis is not eps), and it says why
-    own = {name for name, obj in OBJECTS.items() if obj.axis != "eps"}
-    assert stems & set(OBJECTS) == own == {"table9_sampling_rate", "fig2_learning_rate_vs_alpha"}
-    for name in own:
-        first = "".join(json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())["cells"][0]["source"])
-        assert "**Its own notebook.**" in first and f"`notebooks/{EPS_NOTEBOOK}.ipynb`" in first
-    shared = [name for name in OBJECTS if object_notebook(name) == EPS_NOTEBOOK]
-    assert len(shared) == 8 and len({object_notebook(n) for n in OBJECTS}) == 3  # ten objects, three notebooks
-    params = [c for c in json.loads((REPO / "notebooks" / f"{EPS_NOTEBOOK}.ipynb").read_text())["cells"]
+    assert OBJECT_NOTEBOOK in stems and not stems & set(OBJECTS)
+    assert {obj.axis for obj in OBJECTS.values()} == {"eps", "q", "lr"}
+    params = [c for c in json.loads((REPO / "notebooks" / f"{OBJECT_NOTEBOOK}.ipynb").read_text())["cells"]
               if "parameters" in c["metadata"].get("tags", [])]
     assert "".join(params[0]["source"]).startswith('object_name = "table2_mnist"')  # nbval runs it: an MNIST table
 
 
 def test_no_two_notebooks_are_clones():
     """Two notebooks sharing nearly all their code are one notebook with a parameter (the ten clones of issue 36 shared
-    39 of 40 lines); Table 9 shares about three quarters with the eps notebook: its figure differs."""
+    39 of 40 lines, as Table 9's and Figure 2's shared about three quarters with the eps notebook before they became
+    it)."""
     import itertools
 
     lines = {p.stem: _code_lines(p) for p in NOTEBOOKS}
@@ -100,7 +95,8 @@ def _run_shared(tmp_path, name: str):
 
 def test_the_shared_notebook_writes_each_objects_table_and_figure(tmp_path, monkeypatch):
     """Run by papermill as the DAG runs it, for Table 4: its table (the object's, with provenance) and its figure
-    under the paper figure's stem (fig3a_fashionmnist), its heading printed; an object of another kind is refused."""
+    under the paper figure's stem (fig3a_fashionmnist), its heading printed; for Table 9 (against q) and Figure 2
+    (against the learning rate) the same, with their own columns and figures."""
     from dirdp import provenance
     from workflow import report
     from workflow.experiments import OBJECTS, Profile
@@ -117,5 +113,13 @@ def test_the_shared_notebook_writes_each_objects_table_and_figure(tmp_path, monk
     assert not (out / "table4_fashionmnist.png").exists()
     text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
     assert "Table 4 and Figure 3a: Test accuracy (%) on FashionMNIST" in text
-    with pytest.raises(Exception, match="table9_sampling_rate varies q, not eps"):
-        _run_shared(tmp_path, "table9_sampling_rate")
+    for name, column in (("table9_sampling_rate", "q"), ("fig2_learning_rate_vs_alpha", "lr")):
+        out, nb = _run_shared(tmp_path, name)
+        table, prov = provenance.read_csv(out / f"{name}.csv")
+        expected = report.object_table(OBJECTS[name], Profile.load(REPO / "config/cpu.yaml"),
+                                       runs_root=str(REPO / "results/runs"))
+        assert list(table.columns) == list(expected.columns) and len(table) == len(expected) > 0
+        assert prov["config"]["notebook"] == name and (out / f"{name}.png").stat().st_size > 0
+        text = "".join(o.get("text", "") for c in nb.cells for o in c.get("outputs", []))
+        header = next(line.split() for line in text.splitlines() if line.split()[:1] == ["method"])
+        assert column in header and ("paper" in header) == (name != "fig2_learning_rate_vs_alpha"), header

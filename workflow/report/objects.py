@@ -2,9 +2,8 @@
 paper's printed value, then the numbers the paper cites from other work, never mixed with ours.
 
 The comparison of a row (ours - paper with its 95% interval, the verdict, the status) is
-:mod:`workflow.report.compare`'s; what each notebook prints of the table (its columns) is in the notebook, through
-:func:`show`. :func:`object_notebook` says which notebook makes an object: one notebook for every object that varies
-eps (``notebooks/accuracy_vs_eps.ipynb``, run once per object), its own for an object whose figure differs.
+:mod:`workflow.report.compare`'s; what the notebook prints of the table is :func:`show` of its
+:func:`show_columns`. One notebook makes every object (:data:`OBJECT_NOTEBOOK`, run once per object).
 """
 
 from __future__ import annotations
@@ -39,15 +38,21 @@ def _model_name(method: str, preset_model: str) -> str:
     return preset_model if own is None else MODEL_NAMES.get(own) or methods.spec(method).model_label or own
 
 
-# The notebook of every paper object that varies eps (papermill's parameter ``object_name`` names the object); Table 9
-# (against the sampling rate q) and Figure 2 (against the learning rate, one curve per alpha) draw other figures and
-# keep notebooks of their own, named as the object.
-EPS_NOTEBOOK = "accuracy_vs_eps"
+# The notebook of every paper object (papermill's parameter ``object_name`` names the object): what differs between
+# objects (the columns printed, the figure's axis) is the object's (show_columns, workflow.report.plots.figure)
+OBJECT_NOTEBOOK = "accuracy_vs_eps"
 
 
-def object_notebook(name: str) -> str:
-    """The notebook (``notebooks/<it>.ipynb``) that makes paper object ``name``, run with ``object_name = name``."""
-    return EPS_NOTEBOOK if get_object(name).axis == "eps" else name
+def show_columns(obj: PaperObject) -> list[str]:
+    """What the notebook prints of an object's table: one row per cell of its grid (eps; Table 9: eps and q; Figure 2:
+    alpha and gamma, and no paper column: the paper prints no numbers for it) and model width, ours beside the
+    paper's (:func:`show` leaves out a column empty in every row: eps_reported only where a cited number is at
+    another eps)."""
+    if obj.axis == "lr":
+        return ["method", "model", "label", "eps", "alpha", "lr", "width", "mean", "std", "n", "status"]
+    varies = ["eps_reported"] if obj.axis == "eps" else [obj.axis]
+    return ["method", "model", "label", "eps", *varies, "width", "mean", "std", "n", "paper", "paper_std", "diff",
+            "ci_low", "ci_high", "status"]
 
 
 def heading(obj: PaperObject) -> str:

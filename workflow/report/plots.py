@@ -1,7 +1,8 @@
 """Accuracy against eps (or q), ours beside the paper's: the panel several notebooks draw.
 
-:func:`draw_accuracy` draws one panel on an axes the notebook made; the notebooks own their figures (size,
-panels, axes of their own such as Table 9's q or Figure 2's learning rate) and save them.
+:func:`draw_accuracy` draws one panel on an axes a notebook made; :func:`figure` is the figure of a paper object
+(accuracy against eps; Table 9 against q; Figure 2 against the learning rate), which notebooks/accuracy_vs_eps.ipynb
+saves for every object.
 """
 
 from __future__ import annotations
@@ -126,14 +127,48 @@ def _lines(ours: pd.DataFrame) -> list[tuple]:
 
 
 def figure(obj: PaperObject, table: pd.DataFrame, *, title_note: str = ""):
-    """One panel of accuracy against eps (:func:`draw_accuracy`) as a figure, for an object whose axis is eps.
-    Table 9 (q) and Figure 2 (learning rate) are drawn in their own notebooks."""
+    """The figure of a paper object: one panel of accuracy against what it varies, ours beside the paper's
+    (:func:`draw_accuracy`): eps, or for Table 9 the sampling rate q (log axis, every q of the table labelled); for
+    Figure 2 the two panels of :func:`_lr_figure`."""
     import matplotlib.pyplot as plt
 
-    if obj.axis != "eps":
-        raise ValueError(f"{obj.name} varies {obj.axis}, not eps: its figure is drawn in notebooks/{obj.name}.ipynb.")
     set_style()
+    if obj.axis == "lr":
+        return _lr_figure(obj, table, title_note)
     fig, ax = plt.subplots(figsize=(9.6, 4.2))
-    draw_accuracy(ax, obj, table, title_note)
+    draw_accuracy(ax, obj, table, title_note, x=obj.axis)
+    if obj.axis == "q":
+        ax.set_xscale("log")
+        ax.set_xticks(obj.q_grid, [f"{q:g}" for q in obj.q_grid])  # every q of the table labelled
+        ax.minorticks_off()
+        ax.set_xlabel("sampling rate q")
+    fig.tight_layout()
+    return fig
+
+
+def _lr_figure(obj: PaperObject, table: pd.DataFrame, title_note: str):
+    """Figure 2: accuracy against the learning rate gamma, one line per alpha (left), and against gamma_eff = gamma
+    kappa(s_y = 0.9), kappa of Theorem 11 (Eq. 3) at the r* each alpha ran with (right). No paper line: the paper
+    prints no numbers for Figure 2."""
+    import matplotlib.pyplot as plt
+
+    from dirdp import theory
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    ours = table[table.label == "run here"]
+    for alpha, g in ours.groupby("alpha"):
+        g = g.sort_values("lr")
+        k = theory.kappa(s_y=0.9, r=float(g.rstar.iloc[0]), alpha=float(alpha))
+        left.plot(g.lr, g["mean"], "o-", label=f"alpha = {alpha:g}")
+        right.plot(g.lr * k, g["mean"], "o-", label=f"alpha = {alpha:g}")
+    left.set(xscale="log", xlabel="learning rate gamma", ylabel="test accuracy (%)")
+    right.set(xscale="log", xlabel="effective learning rate gamma * kappa(s_y = 0.9)")
+    if len(ours):
+        left.legend(fontsize=7)
+    else:
+        left.text(0.5, 0.5, "not run here", transform=left.transAxes, ha="center")
+    eps = ", ".join(fmt_eps(e) for e in obj.eps)
+    fig.suptitle(f"{obj.title}: {obj.dataset}, eps = {eps} (the paper prints no numbers for this figure)\n{title_note}",
+                 fontsize=10)
     fig.tight_layout()
     return fig
