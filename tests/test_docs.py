@@ -269,3 +269,33 @@ def test_the_scope_block_says_what_is_not_run_here_why_and_how_and_follows_its_f
     path.write_text(json.dumps(rec))
     assert "| **0.80** |" in (text := readme.render(results, "cpu", {"scope"})["scope"][1])
     assert "Algorithm 1 not faster |" in text
+
+
+def _layout() -> dict[str, str]:
+    """docs/layout.md's tree: each top-level folder of it (``dirdp/``, ``workflow/``, ...) -> the text of its entries."""
+    block = (REPO / "docs" / "layout.md").read_text().split("```")[1]
+    out, folder = {}, None
+    for line in block.splitlines():
+        if line and not line.startswith(" "):
+            folder = line.split()[0]
+            out[folder] = ""
+        elif folder:
+            out[folder] += line + "\n"
+    return out
+
+
+def test_the_layout_names_every_module_of_the_library_and_the_workflow_and_only_what_exists():
+    """docs/layout.md against the tree: every module and package of dirdp/ and workflow/ is named in its folder's
+    entries, and every file or folder an entry starts with exists there (no stale page after a move)."""
+    layout = _layout()
+    for folder in ("dirdp/", "workflow/"):
+        text = layout[folder]
+        names = {p.name + ("/" if p.is_dir() else "") for p in (REPO / folder).iterdir()
+                 if p.name not in ("__init__.py", "__pycache__")}
+        missing = sorted(n for n in names if not re.search(rf"(?<![\w/.]){re.escape(n)}", text))
+        assert missing == [], f"docs/layout.md does not name {folder}{missing}"
+        for line in text.splitlines():
+            head = line[:25].strip()  # an entry's names: the first column
+            for name in filter(None, (n.strip() for n in head.split(","))):
+                assert (REPO / folder / name.rstrip("/")).exists(), f"docs/layout.md names {folder}{name}"
+    assert {"dirdp/", "workflow/", "notebooks/", "config/"} <= set(layout)
