@@ -431,3 +431,17 @@ def test_the_findings_table_calls_one_runs_interval_a_prediction_interval(tmp_pa
         interval = row.split(" | ")[-2]
         if "[" in row.split(" | ")[-3]:  # the row prints an interval
             assert ("prediction interval" in interval) == (n == 1) and ("CI" in interval) == (n >= 2), row
+
+
+def test_every_table_of_a_block_is_written_by_the_one_renderer():
+    """The builders of the generated blocks pick rows and columns and format cells; no builder writes a table line
+    itself (workflow.report.markdown.table does), and the renderer writes what a page shows."""
+    import ast
+
+    from workflow.report.markdown import table
+
+    for path in sorted((REPO / "workflow" / "report").glob("readme*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                assert not node.value.lstrip().startswith(("| ", "|---")), f"{path.name}: a table line by hand"
+    assert table(["a", "b"], [[1, "x"], ["", None]]) == "| a | b |\n|---|---|\n| 1 | x |\n|  | |"

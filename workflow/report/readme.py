@@ -11,7 +11,8 @@ the committed files of one profile (``cpu`` by default: ``results/cpu/*.csv``, `
 ``results/runs/cpu/``; ``results/timings.csv``); ``--check`` changes nothing and exits 1 naming each page and block
 that differs from what the files give, which is what the test suite runs. Each block lives on one page only. Prose
 between the blocks carries no result number (``tests/test_readme_numbers.py`` checks the results sections), so a
-number in the README or the docs cannot drift from its file.
+number in the README or the docs cannot drift from its file. A builder picks a result file's rows and columns and
+formats each cell; every table of every block is written by one renderer, :func:`workflow.report.markdown.table`.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import pandas as pd
 
 from dirdp import methods
 from dirdp.protocol import fmt_eps
+from workflow.report.markdown import table
 
 METHOD = methods.audit_label  # a row's method as the audit's tables name it ("non-private" stays itself)
 ADJ = {"add": "add/remove", "replace": "replace one"}
@@ -19,11 +20,6 @@ ADJ = {"add": "add/remove", "replace": "replace one"}
 def _dirichlet(method: str) -> bool:
     """Whether the row's method steps by the Dirichlet loss at r* (Algorithm 1), not by DP-SGD's clipping and noise."""
     return getattr(methods.SPECS.get(method), "audit", None) == methods.DIRICHLET
-
-
-def _table(header: list[str], rows: list[list]) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(str(c) for c in r) + " |" for r in rows])
 
 
 def _eps(v: float, digits: int = 2) -> str:
@@ -47,7 +43,7 @@ def reconstruction(src) -> str:
                           & (t.batch_size == r.batch_size)).sum()),
                      f"{r.rstar:.4f}" if _dirichlet(r.method) else f"sigma = {r.noise_multiplier:.4f}",
                      f"mean SSIM {r.ssim_mean:.2f}"])
-    return _table(["attack", "model", "method", "batch", "images", "r* (Alg. 1) / sigma (DP-SGD)", "result"], rows)
+    return table(["attack", "model", "method", "batch", "images", "r* (Alg. 1) / sigma (DP-SGD)", "result"], rows)
 
 
 def canary(src) -> str:
@@ -70,7 +66,7 @@ def canary(src) -> str:
                      f"{r.fpr:g} / {r.fnr:g}", f"{r.held_out_per_world:,.0f}", exact, no_finite,
                      f"{r.dprime_stat_max:.3g}" if isinstance(r.dprime_stat_max, float) and math.isfinite(
                          r.dprime_stat_max) else "-"])
-    return _table(["method (mechanism)", "q", "T", "claimed eps (its own accountant)", "statistic",
+    return table(["method (mechanism)", "q", "T", "claimed eps (its own accountant)", "statistic",
                    "eps lower bound (95%)", "FPR / FNR (held out)", "held-out trials per world",
                    "exact bound, one direction", "no finite eps for delta below", "largest D' statistic"], rows)
 
@@ -82,7 +78,7 @@ def membership(src) -> str:
     rows = [[METHOD(r.method), fmt_eps(r.claimed_eps), f"{r.n_members:,.0f}", f"{r.test_accuracy:.1f}",
              f"{r.auc:.3f}", "smoke check: the target did not learn" if r.test_accuracy < 90 else "smoke check"]
             for r in m.itertuples()]
-    return _table(["method", "claimed eps", "members", "test accuracy (%)", "AUC (float32 loss, ties 1/2)", "role"],
+    return table(["method", "claimed eps", "members", "test accuracy (%)", "AUC (float32 loss, ties 1/2)", "role"],
                   rows)
 
 
@@ -103,7 +99,7 @@ def membership_learned(src) -> str:
              f"{r.auc_allowed_by_claim:.3f}",
              f"{r['tpr_at_fpr_0.01']:.2%}", f"{r.loss_auc:.3f}", f"{r.loss_tied_records:,.0f}"]
             for _, r in rel.iterrows()]
-    return _table(["data", "model", "method", "claimed eps", "seed", "test accuracy (%)", "members / non-members",
+    return table(["data", "model", "method", "claimed eps", "seed", "test accuracy (%)", "members / non-members",
                    "AUC", "null AUC", "AUC - null [95% CI]", "AUC the claim allows", "TPR at 1% FPR",
                    "loss AUC (float32, ties 1/2)", "records tied in the loss"], rows)
 
@@ -119,11 +115,11 @@ def subspace(src) -> str:
              f"{r.res1_median:.1e}", f"{r.wall_time_s / 60:.0f} min"] for r in t.itertuples()]
     counts = (t.assign(alg=t.method.map(METHOD), adj=t.adjacency.map(ADJ))
               .groupby(["alg", "adversary_sees", "adj", "verdict"], sort=False).size().reset_index(name="rows"))
-    return (_table(["setting", "model", "method", "adjacency", "the adversary sees", "claim for this adjacency",
+    return (table(["setting", "model", "method", "adjacency", "the adversary sees", "claim for this adjacency",
                     "trials per world", "eps lower bound (95%)", "most these trials can show", "verdict",
                     "residual, world 0 (max)", "residual, world 1 (median)", "time (setting)"], rows)
             + "\n\nVerdicts, counted:\n\n"
-            + _table(["method", "the adversary sees", "adjacency", "verdict", "rows"],
+            + table(["method", "the adversary sees", "adjacency", "verdict", "rows"],
                      [[r.alg, r.adversary_sees, r.adj, r.verdict, r.rows] for r in counts.itertuples()]))
 
 
@@ -139,7 +135,7 @@ def batchnorm(src) -> str:
         raise ValueError(f"results/{src.profile}/audit_batchnorm.csv has the old columns: rerun the notebook "
                          "audit_batchnorm for this profile.")
     infl = t[t.measure.str.startswith("influence")]
-    a = _table(["model", "Poisson batches (one random replacement each)", "batch size (median)",
+    a = table(["model", "Poisson batches (one random replacement each)", "batch size (median)",
                 "largest logit change of another record (max over batches)",
                 "median over batches of each batch's largest change", "median over batches of each batch's median",
                 "others' summed Renyi divergence: largest measured", "its median", "Lemma 9 eps_M for the one record"],
@@ -148,14 +144,14 @@ def batchnorm(src) -> str:
                  f"{r.value:.2g}", f"{r.others_rdp_median:.2g}", f"{r.reference:.3g}"] for r in infl.itertuples()])
     stats = t[t.measure.str.startswith("running statistics")]
     exact = stats["exact_bound"] if "exact_bound" in stats else pd.Series(math.nan, index=stats.index)
-    b = _table(["test", "adjacency", "trials per world", "claim for this adjacency", "eps lower bound (95%)",
+    b = table(["test", "adjacency", "trials per world", "claim for this adjacency", "eps lower bound (95%)",
                 "most these trials can show", "exact bound", "verdict"],
                [[r.measure, ADJ[r.adjacency], f"{r.trials:.0f}", f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})",
                  _bold_if(r.value, r.matched_claim_eps), f"{r.ceiling:.2f}", _exact(x), r.verdict]
                 for r, x in zip(stats.itertuples(), exact)])
     mia = t[t.measure.str.startswith("last-batch")]
     acc = t[t.measure == "test accuracy"]
-    c = _table(["measure", "model", "value", "statistic", "TPR at 1% FPR", "records"],
+    c = table(["measure", "model", "value", "statistic", "TPR at 1% FPR", "records"],
                [[r.measure, r.model, f"{r.value:.3f}" if r.statistic == "AUC" else f"{r.value:.2f}", r.statistic,
                  f"{r.tpr_at_fpr_0_01:.1%}" if isinstance(r.tpr_at_fpr_0_01, float) and math.isfinite(r.tpr_at_fpr_0_01)
                  else "-", f"{r.members:,.0f}" if isinstance(r.members, float) and math.isfinite(r.members) else "-"]
@@ -187,7 +183,7 @@ def first_layer(src) -> str:
     """The exact final-model test on the paper's Inception (results/<profile>/audit_first_layer.csv): one row per
     width, neighbouring relation and statistic."""
     t = src.csv("audit_first_layer")
-    return _table(["model", "q", "T", "adjacency", "the adversary says D when", "trials per world",
+    return table(["model", "q", "T", "adjacency", "the adversary says D when", "trials per world",
                    "D' trials that moved (FP)", "D trials that did not (FN)", "eps lower bound (95%)",
                    "most these trials can show", "exact bound", "claim for this adjacency", "canary sampled (median)",
                    "CPU time", "verdict (trials)", "verdict (exact)"],
@@ -202,7 +198,7 @@ def control(src) -> str:
     """The control with power (results/<profile>/audit_control.csv): DP-SGD at the same claim, every update, the
     likelihood-ratio test, beside DP-SGD's own epsilon."""
     t = src.csv("audit_control")
-    return _table(["method (mechanism)", "q", "T", "claim (Opacus RDP)", "DP-SGD's own eps", "statistic",
+    return table(["method (mechanism)", "q", "T", "claim (Opacus RDP)", "DP-SGD's own eps", "statistic",
                    "eps lower bound (95%)", "FPR / FNR (held out)", "held-out trials per world", "verdict"],
                   [[f"{METHOD(r.method)} ({r.mechanism})", f"{r.q:.5g}", f"{r.T:,.0f}",
                     f"{r.claimed_eps:g} ({r.certified_eps:.4f})", f"{r.mechanism_eps:.3f} ({r.mechanism_eps_by})",

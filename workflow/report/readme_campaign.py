@@ -8,6 +8,7 @@ import pandas as pd
 
 from dirdp import methods
 from dirdp.protocol import fmt_eps
+from workflow.report.markdown import table
 
 NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "dermamnist": "DermaMNIST",
          "svhn": "SVHN"}
@@ -37,14 +38,14 @@ def width_effect(src) -> str:
         t["dataset"] = "fashionmnist"
     t = t.assign(order=t.dataset != "fashionmnist").sort_values(["order", "dataset", "eps", "width", "precision"])
     names = {"fashionmnist": "FashionMNIST", "mnist": "MNIST"}
-    out = ["| data set | eps | width | test acc. ours | paper (full width) | ours - paper |", "|---|---|---|---|---|---|"]
+    rows = []
     for row in t.itertuples():
         paper = "—" if pd.isna(row.paper_full_width) else (
             f"{row.paper_full_width:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}"))
-        out.append(f"| {names.get(row.dataset, row.dataset)} | {fmt_eps(row.eps)} | "
-                   f"{row.width:g}x{', bf16' if row.precision == 'bf16' else ''} | "
-                   f"{acc(row.mean, row.std, int(row.n))} | {paper} | {row.diff_to_paper:+.2f} |")
-    return "\n".join(out)
+        rows.append([names.get(row.dataset, row.dataset), fmt_eps(row.eps),
+                     f"{row.width:g}x{', bf16' if row.precision == 'bf16' else ''}", acc(row.mean, row.std, int(row.n)),
+                     paper, f"{row.diff_to_paper:+.2f}"])
+    return table(["data set", "eps", "width", "test acc. ours", "paper (full width)", "ours - paper"], rows)
 
 
 def full_width_cost(src) -> str:
@@ -60,13 +61,11 @@ def full_width_cost(src) -> str:
                           "--models inception --width 1 --threads <n> --json-out ...)")
     recs = sorted(((r["rows"][0], r["provenance"]) for r in (src.json(p.stem) for p in found)),
                   key=lambda x: x[0]["threads"])
-    out = [f"| threads | Algorithm 1 s/step (median) | T = {steps:,} steps (h) | 1-min load at its end | machine | "
-           "command |", "|---|---|---|---|---|---|"]
-    for row, prov in recs:
-        out.append(f"| {row['threads']} | {row['algorithm1_s']:.2f} (of {row['reps']}) | "
-                   f"{row['algorithm1_s'] * steps / 3600:.1f} | {prov['config']['load_average_1min_at_end']:.1f} | "
-                   f"{prov['device']} | `{prov['config']['command']}` |")
-    return "\n".join(out)
+    return table(["threads", "Algorithm 1 s/step (median)", f"T = {steps:,} steps (h)", "1-min load at its end",
+                  "machine", "command"],
+                 [[row["threads"], f"{row['algorithm1_s']:.2f} (of {row['reps']})",
+                   f"{row['algorithm1_s'] * steps / 3600:.1f}", f"{prov['config']['load_average_1min_at_end']:.1f}",
+                   prov["device"], f"`{prov['config']['command']}`"] for row, prov in recs])
 
 
 def cpu_precision(src) -> str:
@@ -78,36 +77,35 @@ def cpu_precision(src) -> str:
         raise ReadmeError(f"{src.folder}: no bench_sweep*.json (make one with python -m dirdp bench --sweep "
                           "--json-out ...)")
     recs = [(p.name, src.json(p.stem)) for p in found]
-    out = ["| file | CPU | avx512_bf16 | amx_bf16 | 1-min load before | other processes' CPU while it ran | command |",
-           "|---|---|---|---|---|---|---|"]
-    for name, rec in recs:
-        load = rec["load"]
-        out.append(f"| `{name}` | {rec['cpu']} | {'yes' if rec['avx512_bf16'] else 'no'} | "
-                   f"{'yes' if rec['amx_bf16'] else 'no'} | {load['load_1min_before']:.2f} | "
-                   f"{100 * load['others_cpu_fraction']:.1f}% of {load['cpus']} | `{rec['provenance']['config']['command']}` |")
+    machines = table(["file", "CPU", "avx512_bf16", "amx_bf16", "1-min load before",
+                      "other processes' CPU while it ran", "command"],
+                     [[f"`{name}`", rec["cpu"], "yes" if rec["avx512_bf16"] else "no", "yes" if rec["amx_bf16"] else "no",
+                       f"{rec['load']['load_1min_before']:.2f}",
+                       f"{100 * rec['load']['others_cpu_fraction']:.1f}% of {rec['load']['cpus']}",
+                       f"`{rec['provenance']['config']['command']}`"] for name, rec in recs])
     cpus = [rec["cpu"] for _, rec in recs]
-    out += ["", "| width | method | precision | threads | " + " | ".join(
-        f"{c}: s/step (median) | vs fp32 | of its peak" for c in cpus) + " |", "|---|---|---|---|" + "---|---|---|" * len(cpus)]
 
     def key(r):
         return (-r["width"], r["method"], r["threads"], r["precision"])
 
     rows = {key(r): r for _, rec in recs for r in rec["rows"]}
+    configurations = []
     for k in sorted(rows):
         r, cells = rows[k], []
         for _, rec in recs:
             m = next((x for x in rec["rows"] if key(x) == k), None)
-            cells.append("— | — | —" if m is None else
-                         f"{m['median_s']:.3f} | {m['vs_fp32']:.2f} | {100 * m['fraction_of_peak']:.0f}%")
-        out.append(f"| {r['width']:g}x | {methods.label(r['method']) if methods.is_ours(r['method']) else 'non-private'} | "
-                   f"{r['precision'].replace('+cl', ' + channels_last')} | {r['threads']} | " + " | ".join(cells) + " |")
+            cells += (["—"] * 3 if m is None else
+                      [f"{m['median_s']:.3f}", f"{m['vs_fp32']:.2f}", f"{100 * m['fraction_of_peak']:.0f}%"])
+        configurations.append([f"{r['width']:g}x", methods.label(r["method"]) if methods.is_ours(r["method"])
+                               else "non-private", r["precision"].replace("+cl", " + channels_last"), r["threads"], *cells])
     threads = sorted({int(k.rsplit("_t", 1)[1]) for _, rec in recs for k in rec["peaks_gflops"]})
-    out += ["", "| threads | " + " | ".join(f"{c}: fp32 matmul peak (GFLOP/s) | bf16 (GFLOP/s)" for c in cpus) + " |",
-            "|---|" + "---|---|" * len(cpus)]
+
     def peak(rec, key):
         return "—" if key not in rec["peaks_gflops"] else f"{rec['peaks_gflops'][key]:.0f}"
 
-    for t in threads:
-        out.append(f"| {t} | " + " | ".join(f"{peak(rec, f'fp32_t{t}')} | {peak(rec, f'bf16_t{t}')}" for _, rec in recs)
-                   + " |")
-    return "\n".join(out)
+    peaks = [[t, *(p for _, rec in recs for p in (peak(rec, f"fp32_t{t}"), peak(rec, f"bf16_t{t}")))] for t in threads]
+    return "\n\n".join([
+        machines,
+        table(["width", "method", "precision", "threads",
+               *(h for c in cpus for h in (f"{c}: s/step (median)", "vs fp32", "of its peak"))], configurations),
+        table(["threads", *(h for c in cpus for h in (f"{c}: fp32 matmul peak (GFLOP/s)", "bf16 (GFLOP/s)"))], peaks)])

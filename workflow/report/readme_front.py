@@ -13,6 +13,7 @@ import pandas as pd
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from workflow.report.compare import interval_name
+from workflow.report.markdown import table
 from workflow.report.readme_campaign import NAMES, ReadmeError, acc
 
 CELLS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
@@ -42,8 +43,7 @@ def findings(src) -> str:
     seeds, a prediction interval for one run) and the verdict, as ``headline_cells.csv`` gives them."""
     t = src.csv("headline_cells")
     _columns(t, CELLS, f"{src.folder}/headline_cells.csv")
-    out = ["| object | data set | method | eps | width | ours | paper | ours - paper [95% interval] | interval | verdict |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for r in t.itertuples():
         width = f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else "")
         paper = "—" if _blank(r.paper_mean) else (
@@ -52,10 +52,11 @@ def findings(src) -> str:
         diff = "—" if _blank(r.diff) else (
             f"{r.diff:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
         interval = "—" if _blank(r.interval) else interval_name(r.interval).replace("|", "\\|")
-        out.append(f"| {object_name(r.object)} | {NAMES.get(r.dataset, r.dataset)} | {r.method} | "
-                   f"{fmt_eps(float(r.eps))} | {width} | {acc(r.ours_mean, r.ours_std, int(r.n))} | {paper} | {diff} | "
-                   f"{interval} | {'—' if _blank(r.verdict) else r.verdict} |")
-    return "\n".join(out)
+        rows.append([object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)), width,
+                     acc(r.ours_mean, r.ours_std, int(r.n)), paper, diff, interval,
+                     "—" if _blank(r.verdict) else r.verdict])
+    return table(["object", "data set", "method", "eps", "width", "ours", "paper", "ours - paper [95% interval]",
+                  "interval", "verdict"], rows)
 
 
 def _not_run_why(table: pd.DataFrame) -> str:
@@ -78,16 +79,15 @@ def scope(src) -> str:
     from workflow import paper
     from workflow.experiments import OBJECTS
 
-    out = ["| paper object | data set | rows run here | why not here |", "|---|---|---|---|"]
-    absent = []
+    rows, absent = [], []
     for name, obj in OBJECTS.items():
-        table = src.csv(name)
-        _columns(table, ["label", "status"], f"{src.folder}/{name}.csv")
-        n = int((table.label == "run here").sum())
+        t = src.csv(name)
+        _columns(t, ["label", "status"], f"{src.folder}/{name}.csv")
+        n = int((t.label == "run here").sum())
         if n == 0 and obj.dataset not in absent:
             absent.append(obj.dataset)
-        out.append(f"| {obj.title} | {NAMES.get(obj.dataset, obj.dataset)} | {n if n else 'none'} | "
-                   f"{'—' if n else _not_run_why(table)} |")
+        rows.append([obj.title, NAMES.get(obj.dataset, obj.dataset), n if n else "none", "—" if n else _not_run_why(t)])
+    out = [table(["paper object", "data set", "rows run here", "why not here"], rows)]
     if absent:
         sets = ",".join(sorted(absent))
         said = (f"Where the data can be fetched and a CUDA GPU is at hand, the objects on "
@@ -99,12 +99,10 @@ def scope(src) -> str:
                 "```"]
     ours, dpsgd = methods.label(methods.ALG1), methods.label(methods.DPSGD)
     claimed = paper.EPOCH_SECONDS_DPSGD / paper.EPOCH_SECONDS_ALG1
-    out += ["", f"| claim (Section 4.2.5) | the paper: {dpsgd} / {ours}, an epoch | ours: {dpsgd} / {ours}, "
-            "a step | model (GroupNorm) | threads | processor | file | reading |", "|---|---|---|---|---|---|---|---|"]
     found = sorted(src.folder.glob("bench_baselines*.json"))
     if not found:
         raise ReadmeError(f"{src.folder}: no bench_baselines*.json (python -m dirdp bench --baselines --json-out ...)")
-    first = True
+    first, rows = True, []
     for path in found:
         rec = src.json(path.stem)
         for r in (r for r in rec["rows"] if "dpsgd_s" in r and r["model"] == "inception"):
@@ -116,10 +114,12 @@ def scope(src) -> str:
                        f"{ours} faster, by no more than the paper's ratio" if ratio > 1 else f"{ours} not faster")
             cells = claim + [f"**{ratio:.2f}**", f"Inception at {r['width']:g}x, batch {r['batch']}",
                              str(r["threads"]), rec["provenance"]["device"], f"`{path.name}`", reading]
-            out.append("| " + " | ".join(cells) + " |")
+            rows.append(cells)
             first = False
     if first:
         raise ReadmeError(f"{src.folder}: no Inception row with DP-SGD in bench_baselines*.json")
+    out += ["", table(["claim (Section 4.2.5)", f"the paper: {dpsgd} / {ours}, an epoch", f"ours: {dpsgd} / {ours}, a step",
+                       "model (GroupNorm)", "threads", "processor", "file", "reading"], rows)]
     return "\n".join(out)
 
 
@@ -136,12 +136,12 @@ def timings(src) -> str:
     measured yet" where the row has none), the processor, when and the source of the measurement."""
     t = src.plain_csv("timings.csv")
     _columns(t, TIMINGS, f"{src.results}/timings.csv")
-    out = ["| command | profile | what | wall time | processor | measured (UTC) | source |", "|---|---|---|---|---|---|---|"]
+    rows = []
     for r in t.itertuples():
         wall = "not measured yet" if _blank(r.wall_s) else _duration(float(r.wall_s))
-        out.append(f"| `{r.command}` | {'—' if _blank(r.profile) else r.profile} | {r.what} | {wall} | "
-                   + " | ".join("—" if _blank(v) else str(v) for v in (r.processor, r.measured_utc, r.source)) + " |")
-    return "\n".join(out)
+        rows.append([f"`{r.command}`", "—" if _blank(r.profile) else r.profile, r.what, wall,
+                     *("—" if _blank(v) else str(v) for v in (r.processor, r.measured_utc, r.source))])
+    return table(["command", "profile", "what", "wall time", "processor", "measured (UTC)", "source"], rows)
 
 
 def precision(src) -> str:
@@ -155,20 +155,20 @@ def precision(src) -> str:
     d = by.get("bf16 - fp32")
     if d is None or _blank(d.ci_lo):
         raise ReadmeError(f"{src.folder}/precision_validation.csv: no decided 'bf16 - fp32' row (its runs missing?)")
-    out = ["| MNIST eps = 1, 0.25x, paper protocol | fp32 | bf16 + channels_last | bf16 - fp32 [95% CI] | verdict |",
-           "|---|---|---|---|---|",
-           f"| test accuracy (%) | {acc(by['fp32'].mean, by['fp32'].std, int(by['fp32'].n))} | "
-           f"{acc(by['bf16'].mean, by['bf16'].std, int(by['bf16'].n))} | {d.mean:+.2f} [{d.ci_lo:+.2f}, "
-           f"{d.ci_hi:+.2f}] | {d.verdict} |",
-           "", "| processor (full-width Inception, Algorithm 1, batch 250, 2 threads: median s/step) | fp32 | "
-           "bf16 + channels_last | ratio | of that machine's bf16 peak | sweep |",
-           "|---|---|---|---|---|---|"]
+    validation = table(["MNIST eps = 1, 0.25x, paper protocol", "fp32", "bf16 + channels_last", "bf16 - fp32 [95% CI]",
+                        "verdict"],
+                       [["test accuracy (%)", acc(by["fp32"].mean, by["fp32"].std, int(by["fp32"].n)),
+                         acc(by["bf16"].mean, by["bf16"].std, int(by["bf16"].n)),
+                         f"{d.mean:+.2f} [{d.ci_lo:+.2f}, {d.ci_hi:+.2f}]", d.verdict]])
+    machines = []
     for path in sorted(src.folder.glob("bench_sweep*.json")):
         rec = src.json(path.stem)
         rows = {r["precision"]: r for r in rec["rows"]
                 if r["width"] == 1.0 and methods.is_ours(r["method"]) and r["threads"] == 2}
         if "fp32" in rows and "bf16+cl" in rows:
             a, b = rows["fp32"], rows["bf16+cl"]
-            out.append(f"| {rec['cpu']} | {a['median_s']:.2f} | {b['median_s']:.2f} | **{b['vs_fp32']:.2f}x** | "
-                       f"{100 * b['fraction_of_peak']:.0f}% | `{path.name}` |")
-    return "\n".join(out)
+            machines.append([rec["cpu"], f"{a['median_s']:.2f}", f"{b['median_s']:.2f}", f"**{b['vs_fp32']:.2f}x**",
+                             f"{100 * b['fraction_of_peak']:.0f}%", f"`{path.name}`"])
+    return validation + "\n\n" + table(["processor (full-width Inception, Algorithm 1, batch 250, 2 threads: median "
+                                         "s/step)", "fp32", "bf16 + channels_last", "ratio",
+                                         "of that machine's bf16 peak", "sweep"], machines)

@@ -19,6 +19,7 @@ import pandas as pd
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
+from workflow.report.markdown import table
 from workflow.report.readme_campaign import NAMES, ReadmeError, acc
 
 TABLES = {"mnist": "table2_mnist", "fashionmnist": "table4_fashionmnist"}
@@ -96,25 +97,22 @@ def table7(src: Sources) -> str:
     t = src.csv("table7")
     over = t[t.paper_rstar.notna() & (t.eps_at_paper_rstar > t.eps)]
     shown = pd.concat([over, t[t.status.str.startswith("infeasible")]]).sort_values(["dataset", "eps"])
-    out = ["| data set | eps | r* (Eq. 1, ours) | eps certified by ours | r* printed | eps certified by the printed r* | "
-           "status |", "|---|---|---|---|---|---|---|"]
-    for r in shown.itertuples():
-        out.append(f"| {NAMES[r.dataset]} | {fmt_eps(r.eps)} | {_num(r.rstar, '.6f')} | {_num(r.certified_eps, '.4f')} | "
-                   f"{_num(r.paper_rstar, '.3f')} | {_num(r.eps_at_paper_rstar, '.4f')} | {r.status} |")
-    return "\n".join(out)
+    return table(["data set", "eps", "r* (Eq. 1, ours)", "eps certified by ours", "r* printed",
+                  "eps certified by the printed r*", "status"],
+                 [[NAMES[r.dataset], fmt_eps(r.eps), _num(r.rstar, ".6f"), _num(r.certified_eps, ".4f"),
+                   _num(r.paper_rstar, ".3f"), _num(r.eps_at_paper_rstar, ".4f"), r.status] for r in shown.itertuples()])
 
 
 def table7_high_orders(src: Sources) -> str:
     """``table7_high_orders.csv``: the infeasible cells of Table 7 with RDP orders beyond the cap."""
     t = src.csv("table7_high_orders")
-    out = ["| data set | eps | floor (orders <= 256) | the floor holds for order caps up to | first order certifying | "
-           "order | eps at r = 3e-5 there | largest r certifying eps there | kappa there (s_y = 0.9) | kappa at the "
-           "eps = 1 r* |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in t.itertuples():
-        out.append(f"| {NAMES.get(r.dataset, r.dataset)} | {fmt_eps(r.eps)} | {r.floor:.3f} | {r.floor_holds_to_order:,} | "
-                   f"{r.first_order_certifying:,} | {r.order:,} | {r.eps_at_r_3e5:.3f} | {r.r_max_at_order:.2g} | "
-                   f"{r.kappa_at_r_max:.1e} | {r.kappa_at_rstar_eps1:.4f} (r* = {r.rstar_eps1:.4f}) |")
-    return "\n".join(out)
+    return table(["data set", "eps", "floor (orders <= 256)", "the floor holds for order caps up to",
+                  "first order certifying", "order", "eps at r = 3e-5 there", "largest r certifying eps there",
+                  "kappa there (s_y = 0.9)", "kappa at the eps = 1 r*"],
+                 [[NAMES.get(r.dataset, r.dataset), fmt_eps(r.eps), f"{r.floor:.3f}", f"{r.floor_holds_to_order:,}",
+                   f"{r.first_order_certifying:,}", f"{r.order:,}", f"{r.eps_at_r_3e5:.3f}", f"{r.r_max_at_order:.2g}",
+                   f"{r.kappa_at_r_max:.1e}", f"{r.kappa_at_rstar_eps1:.4f} (r* = {r.rstar_eps1:.4f})"]
+                  for r in t.itertuples()])
 
 
 # --- Runs made here ------------------------------------------------------------------------------------------
@@ -135,16 +133,16 @@ def runs_alg1(src: Sources) -> str:
     another machine has a wall time summed over both: :func:`dirdp.run_result.devices`)."""
     runs = sorted((r for r in src.runs if methods.is_ours(r["method"])),
                   key=lambda r: (r["dataset"] != "mnist", r["eps"], r["width"], r["norm"], r["precision"], r["seed"]))
-    out = ["| data set | eps | model | seed | r* | certified eps | test acc. | best along the run (step) | wall time "
-           "| trained on |", "|---|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for r in runs:
         best = max(r["curve"], key=lambda p: p[1]) if r["curve"] else None
         cert = r["certified_eps"]
-        out.append(f"| {NAMES[r['dataset']]} | {fmt_eps(r['eps'])} | {_model(r)} | {r['seed']} | {_num(r['rstar'], '.6f')} | "
-                   f"{'inf' if cert is None or math.isinf(cert) else f'{cert:.4f}'} | {r['test']:.2f} | "
-                   + ("—" if best is None else f"{best[1]:.2f} ({best[0]:,})") + f" | {minutes([r['wall_time_s']])} | "
-                   f"{_machine(r['device'])} |")
-    return "\n".join(out)
+        rows.append([NAMES[r["dataset"]], fmt_eps(r["eps"]), _model(r), r["seed"], _num(r["rstar"], ".6f"),
+                     "inf" if cert is None or math.isinf(cert) else f"{cert:.4f}", f"{r['test']:.2f}",
+                     "—" if best is None else f"{best[1]:.2f} ({best[0]:,})", minutes([r["wall_time_s"]]),
+                     _machine(r["device"])])
+    return table(["data set", "eps", "model", "seed", "r*", "certified eps", "test acc.", "best along the run (step)",
+                  "wall time", "trained on"], rows)
 
 
 # --- Baselines -----------------------------------------------------------------------------------------------
@@ -164,8 +162,7 @@ def _privacy(r: dict) -> str:
 
 
 def baselines(src: Sources) -> str:
-    out = ["| method (model) | data set | eps | privacy as certified (claimed for LATENT) | test acc. | paper "
-           "(ours - paper) | Alg. 1 at that eps (0.25x) | wall time |", "|---|---|---|---|---|---|---|---|"]
+    rows = []
     for method in MODEL:
         for r in sorted(src.runs_of(method), key=lambda r: (r["dataset"] != "mnist", r["eps"], r["seed"])):
             alg1 = [a["test"] for a in src.runs_of(methods.ALG1, dataset=r["dataset"], eps=r["eps"], width=0.25,
@@ -178,9 +175,10 @@ def baselines(src: Sources) -> str:
                     row = next(cell.itertuples())
                     paper = f"{_paper(row)} ({row.diff:+.2f})"
             mean = acc(sum(alg1) / len(alg1), pd.Series(alg1).std(), len(alg1)) if alg1 else "—"
-            out.append(f"| {MODEL[method].format(w=r['width'])} | {NAMES[r['dataset']]} | {fmt_eps(r['eps'])} | "
-                       f"{_privacy(r)} | {r['test']:.2f} | {paper} | {mean} | {minutes([r['wall_time_s']])} |")
-    return "\n".join(out)
+            rows.append([MODEL[method].format(w=r["width"]), NAMES[r["dataset"]], fmt_eps(r["eps"]), _privacy(r),
+                         f"{r['test']:.2f}", paper, mean, minutes([r["wall_time_s"]])])
+    return table(["method (model)", "data set", "eps", "privacy as certified (claimed for LATENT)", "test acc.",
+                  "paper (ours - paper)", "Alg. 1 at that eps (0.25x)", "wall time"], rows)
 
 
 def dpsgd_inception(src: Sources) -> str:
@@ -196,12 +194,11 @@ def dpsgd_inception(src: Sources) -> str:
     a = paper_model(here)
     a = a[(a.method == methods.label(methods.ALG1)) & (a.eps == r["eps"]) & (a.width == r["width"])].iloc[0]
     d = here[(here.method == methods.label(methods.DPSGD)) & (here.eps == r["eps"])].iloc[0]
-    out = [f"| FashionMNIST, eps = {fmt_eps(r['eps'])}, Inception at {r['width']:g}x | test acc. ours | paper "
-           "(full width) | ours - paper |", "|---|---|---|---|",
-           f"| Algorithm 1 | {acc(a['mean'], a['std'], int(a.n))} | {_paper(a)} | {a['diff']:+.2f} |",
-           f"| DP-SGD (GroupNorm) | {acc(d['mean'], d['std'], int(d.n))} | {_paper(d)} | {d['diff']:+.2f} |",
-           f"| Algorithm 1 - DP-SGD | {a['mean'] - d['mean']:+.2f} | {a.paper - d.paper:+.2f} | |"]
-    return "\n".join(out)
+    return table([f"FashionMNIST, eps = {fmt_eps(r['eps'])}, Inception at {r['width']:g}x", "test acc. ours",
+                  "paper (full width)", "ours - paper"],
+                 [["Algorithm 1", acc(a["mean"], a["std"], int(a.n)), _paper(a), f"{a['diff']:+.2f}"],
+                  ["DP-SGD (GroupNorm)", acc(d["mean"], d["std"], int(d.n)), _paper(d), f"{d['diff']:+.2f}"],
+                  ["Algorithm 1 - DP-SGD", f"{a['mean'] - d['mean']:+.2f}", f"{a.paper - d.paper:+.2f}", None]])
 
 
 def bench(src: Sources) -> str:
@@ -211,21 +208,20 @@ def bench(src: Sources) -> str:
     if not found:
         raise ReadmeError(f"{src.folder}: no bench_baselines*.json (python -m dirdp bench --baselines --json-out ...)")
     recs = [(p, src.json(p.stem)) for p in found]
-    out = ["| file | command | machine | threads | median of | 1-min load at its end |", "|---|---|---|---|---|---|"]
+    files = []
     for p, rec in recs:
         rows = [r for r in rec["rows"] if "dpsgd_s" in r]
         cfg = rec["provenance"]["config"]
-        out.append(f"| `{p.name}` | `{cfg['command']}` | {rec['provenance']['device']} | {rows[0]['threads']} | "
-                   f"{rows[0]['reps']} interleaved steps | {_num(cfg.get('load_average_1min_at_end'), '.1f')} |")
-    out += ["", "| model (GroupNorm, Opacus-compatible) | threads | non-private s/step | Algorithm 1 s/step | "
-            "DP-SGD s/step | Algorithm 1 / non-private | DP-SGD / Algorithm 1 |", "|---|---|---|---|---|---|---|"]
+        files.append([f"`{p.name}`", f"`{cfg['command']}`", rec["provenance"]["device"], rows[0]["threads"],
+                      f"{rows[0]['reps']} interleaved steps", _num(cfg.get("load_average_1min_at_end"), ".1f")])
     label = {"inception": "Inception, {w:g}x width, batch {b}", "papernot_cnn": "Papernot CNN (tempered sigmoid), batch {b}"}
-    for _, rec in recs:
-        for r in (r for r in rec["rows"] if "dpsgd_s" in r):
-            out.append(f"| {label.get(r['model'], r['model']).format(w=r['width'], b=r['batch'])} | {r['threads']} | "
-                       f"{r['nonprivate_s']:.3f} | {r['algorithm1_s']:.3f} | {r['dpsgd_s']:.3f} | "
-                       f"{r['algorithm1_s'] / r['nonprivate_s']:.2f} | **{r['dpsgd_over_algorithm1']:.2f}** |")
-    return "\n".join(out)
+    steps = [[label.get(r["model"], r["model"]).format(w=r["width"], b=r["batch"]), r["threads"],
+              f"{r['nonprivate_s']:.3f}", f"{r['algorithm1_s']:.3f}", f"{r['dpsgd_s']:.3f}",
+              f"{r['algorithm1_s'] / r['nonprivate_s']:.2f}", f"**{r['dpsgd_over_algorithm1']:.2f}**"]
+             for _, rec in recs for r in rec["rows"] if "dpsgd_s" in r]
+    return (table(["file", "command", "machine", "threads", "median of", "1-min load at its end"], files) + "\n\n"
+            + table(["model (GroupNorm, Opacus-compatible)", "threads", "non-private s/step", "Algorithm 1 s/step",
+                     "DP-SGD s/step", "Algorithm 1 / non-private", "DP-SGD / Algorithm 1"], steps))
 
 
 def builders() -> dict:
