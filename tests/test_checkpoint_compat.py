@@ -227,3 +227,31 @@ def test_a_checkpoint_of_an_earlier_commit_ends_with_the_curves_that_commit_reco
                                                                                       exp["loss_curve"])
     assert _close_curves(res["accuracy_curve"], exp["accuracy_curve"], ACC_TOL, rel=False), (
         res["accuracy_curve"], exp["accuracy_curve"])
+
+
+COMMITTED = sorted((Path(__file__).resolve().parents[1] / "results" / "runs").glob("*/*/*.ckpt.pt"))
+
+
+@pytest.mark.parametrize("ckpt_path", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_a_committed_checkpoint_is_the_run_its_profile_declares_there_and_loads(ckpt_path):
+    """The campaign's checkpoints committed in results/runs/ (its runs in flight) resume under this code: the run the
+    profile declares at that path, with the DAG's own train arguments, is the checkpoint's run (identity), and the
+    checkpoint's weights load into the model this code builds for it."""
+    from dirdp import methods
+    from dirdp.cli import build_parser, parse
+    from dirdp.data import get_spec
+    from workflow.campaign import plan
+
+    out = ckpt_path.with_name(ckpt_path.name.removesuffix(".ckpt.pt"))
+    profile = out.parts[-3]
+    prof = plan.load_profile(Path(__file__).resolve().parents[1] / "config" / f"{profile}.yaml")
+    (job,) = [j for j in plan.plan(prof, results_root=out.parents[2]) if j.out == out]
+    args = parse(build_parser(), ["train", *job.args])
+    cfg = make_config(args.dataset, args.eps, args.seed, method=args.method, steps=args.steps, q=args.q,
+                      width=args.width, norm=args.norm, train_subset=args.train_subset, device="cpu", bf16=args.bf16,
+                      channels_last=args.channels_last, eval_every=args.eval_every,
+                      checkpoint_every=args.checkpoint_every)
+    ckpt = training._load_checkpoint(ckpt_path, cfg, torch.device("cpu"))  # raises for another run's checkpoint
+    net = methods.get(cfg.method).build_model(cfg, get_spec(cfg.dataset))
+    net.load_state_dict(ckpt["model"])
+    assert 0 < ckpt["state"]["step"] < cfg.steps
