@@ -42,7 +42,7 @@ def _timed(fn):
 
 
 def _alg1(width: float, *, batchnorm: bool):
-    from dirdp.bench.core import ALG1, _losses, _setup, _step
+    from workflow.bench.core import ALG1, _losses, _setup, _step
 
     dev = torch.device("cpu")
     _, model, x, y, g = _setup("inception", width, dev, opacus_compatible=not batchnorm)
@@ -57,7 +57,7 @@ def _opacus(width: float, *, mode: str, bf16: bool):
     from opacus import PrivacyEngine
     from torch.utils.data import DataLoader, TensorDataset
 
-    from dirdp.bench.core import _setup
+    from workflow.bench.core import _setup
 
     _, model, x, y, g = _setup("inception", width, torch.device("cpu"), opacus_compatible=True)
     if bf16:
@@ -92,7 +92,7 @@ def _opacus(width: float, *, mode: str, bf16: bool):
 def _func(width: float, *, bf16: bool):
     from torch.func import functional_call, grad, vmap
 
-    from dirdp.bench.core import _setup
+    from workflow.bench.core import _setup
 
     _, model, x, y, g = _setup("inception", width, torch.device("cpu"), opacus_compatible=True)
     params = {k: v.detach() for k, v in model.named_parameters()}
@@ -140,7 +140,7 @@ def main(argv=None) -> int:
         print("error: --threads and --reps must be at least 1.", file=sys.stderr)
         return 2
     torch.set_num_threads(args.threads)
-    from dirdp.bench import sweep
+    from workflow.bench import sweep
 
     meter = sweep.LoadMeter().start()
     steps, errors = {}, {}
