@@ -10,8 +10,8 @@
 
 Each training run is one job (``python -m dirdp train``) writing results/runs/<profile>/<dataset>/<tag>.json;
 rerunning after an interruption redoes only missing runs, and a half-finished run resumes from its
-checkpoint. Each table or figure is one job of a parameterized notebook (the paper's tables and figures that vary
-eps share notebooks/accuracy_vs_eps.ipynb), executed by papermill into results/<profile>/notebooks/<object>.ipynb
+checkpoint. Each table or figure is one job of a parameterized notebook (the paper's tables and figures made of runs
+share notebooks/accuracy_vs_eps.ipynb), executed by papermill into results/<profile>/notebooks/<object>.ipynb
 (log in results/logs/<profile>/), writing results/<profile>/<object>.csv and figures/<profile>/<stem>.{png,pdf};
 results/<profile>/README.md indexes them all, and results/README.md links
 the index of every profile made here. A profile writes only into its own folders, so running one never
