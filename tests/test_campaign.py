@@ -93,16 +93,17 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
 def test_each_train_job_of_the_dag_has_its_place_in_the_profiles_order_as_priority(mirror_root):
     """The one order: Snakemake starts the train jobs by priority, and each job's priority is its run's place in the
     profile's campaign order, so that the DAG and a campaign train in the order the profile declares."""
-    done = subprocess.run([sys.executable, "-m", "snakemake", "-n", "--configfile", "config/cpu.yaml"], cwd=REPO,
-                          env=dict(os.environ, DIRDP_DATA=str(mirror_root), PYTHONPATH=str(REPO)),
+    queued = [str(j.out.relative_to(REPO)) for j in plan.plan(Profile.load(REPO / "config/cpu.yaml"),
+                                                              results_root=REPO / "results/runs")
+              if j.status == "queued"]
+    assert len(queued) > 10
+    done = subprocess.run([sys.executable, "-m", "snakemake", *queued[::-1], "-n", "--configfile", "config/cpu.yaml"],
+                          cwd=REPO, env=dict(os.environ, DIRDP_DATA=str(mirror_root), PYTHONPATH=str(REPO)),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     jobs = re.findall(r"rule train:\n(?:    .*\n)*?    output: (\S+)\n(?:    .*\n)*?    priority: (\d+)", done.stdout)
     by_priority = [out for out, _ in sorted(jobs, key=lambda j: -int(j[1]))]
-    queued = [str(j.out.relative_to(REPO)) for j in plan.plan(Profile.load(REPO / "config/cpu.yaml"),
-                                                              results_root=REPO / "results/runs")
-              if j.status == "queued"]
-    assert len(jobs) == len(queued) > 40 and by_priority == queued
+    assert by_priority == queued  # the targets given in reverse: the order is the priorities', not the command's
 
 
 def _env(tiny_root):
@@ -135,7 +136,7 @@ def test_smoke_campaign_trains_through_snakemake_k_at_a_time_packs_and_unpacks(t
     assert train["scheduler"] == "snakemake" and train["returncode"] == 0 and not train["stopped"]
     cmd = train["command"]
     assert cmd[cmd.index("--cores") + 1] == "2" and "--keep-going" in cmd
-    assert cmd[-3:] == [f"results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed{s}.json" for s in range(3)]
+    assert cmd[3:6] == [f"results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed{s}.json" for s in range(3)]
     said = (summary_path.parent / "snakemake.log").read_text()
     started = [int(p) for p in re.findall(r"rule train:\n(?:    .*\n)*?    priority: (\d+)", said)]
     assert len(started) == 3 and started == sorted(started, reverse=True), said
@@ -414,3 +415,20 @@ def test_the_pack_bounds_reach_the_campaign(monkeypatch):
     assert main(["campaign", "run", "--smoke", "--pack", "out", "--pack-parts", "2", "--pack-part-mib", "3.5"]) == 0
     assert main(["campaign", "run", "--smoke"]) == 0
     assert [(kw["pack_parts"], kw["pack_part_mib"]) for kw in seen] == [(2, 3.5), (4, 15.5)]
+
+
+def test_snakemake_reads_the_campaigns_targets_as_targets_whatever_its_options(tmp_path):
+    """The campaign's command line as Snakemake's own parser reads it: the runs are its targets, also beside the
+    options that take several values (--resources on a GPU, --config for the data sets on disk)."""
+    from snakemake.cli import get_argument_parser
+
+    from workflow.campaign import train
+
+    jobs = plan.plan(Profile.load(REPO / "config/gpu.yaml"), results_root=tmp_path / "results/runs", max_runs=3)
+    for redo in (False, True):  # a redo of a result of uncommitted code forces the targets
+        jobs[1].replaces = {"git_commit": "0" * 40 + "+dirty"} if redo else None
+        cmd = train.snakemake_command(REPO / "config/gpu.yaml", jobs, k=3, gpu=True, work=tmp_path, datasets=["mnist"])
+        args = get_argument_parser().parse_args(cmd[3:])
+        assert args.targets == [str(j.out.relative_to(tmp_path)) for j in jobs]
+        assert list(args.resources) == ["gpu"] and args.config == ["datasets=[mnist]"] and args.force == redo
+        assert str(args.directory) == str(tmp_path) and args.nolock and args.keep_going

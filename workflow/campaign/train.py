@@ -41,7 +41,8 @@ def snakemake_command(profile_file: str | Path, jobs: list[Job], *, k: int, gpu:
     the targets forced: each is trained anew (the others have no result yet). ``datasets``: the profile restricted to
     the data sets on disk here. No lock (``--nolock``): the runs lock themselves, and a person may run the DAG with
     ``--config train=false`` in the same checkout meanwhile."""
-    cmd = [sys.executable, "-m", "snakemake", "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
+    targets = [str(j.out.resolve().relative_to(work.resolve())) for j in jobs]  # first: options take several values
+    cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
            "--configfile", str(Path(profile_file).resolve()), "--keep-going", "--rerun-incomplete", "--nolock",
            "--cores", str(os.cpu_count() or 1) if gpu else str(k)]
     if gpu:
@@ -50,7 +51,7 @@ def snakemake_command(profile_file: str | Path, jobs: list[Job], *, k: int, gpu:
         cmd += ["--config", f"datasets=[{','.join(datasets)}]"]
     if any(j.replaces for j in jobs):
         cmd += ["--force"]
-    return cmd + [str(j.out.resolve().relative_to(work.resolve())) for j in jobs]
+    return cmd
 
 
 def plain_command(jobs: list[Job], *, k: int, jobs_file: Path) -> list[str]:
