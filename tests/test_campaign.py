@@ -139,7 +139,8 @@ def test_smoke_campaign_trains_through_snakemake_k_at_a_time_packs_and_unpacks(t
     assert cmd[3:6] == [f"results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed{s}.json" for s in range(3)]
     said = (summary_path.parent / "snakemake.log").read_text()
     started = [int(p) for p in re.findall(r"rule train:\n(?:    .*\n)*?    priority: (\d+)", said)]
-    assert len(started) == 3 and started == sorted(started, reverse=True), said
+    # the two it starts at once (in either order) are the two first of the plan, then the third
+    assert len(started) == 3 and sorted(started[:2]) == sorted(started)[1:] and started[2] == min(started), said
     # the record keeps each run's log gzipped (the committed records stay small, inside the size cap), whole
     import gzip
 
