@@ -413,9 +413,9 @@ def _without(config: dict, dotted: str) -> dict:
 def test_a_profile_missing_a_required_key_without_extends_is_an_error_naming_file_and_key(tmp_path, key):
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(_without(yaml.safe_load((REPO / "config/smoke.yaml").read_text()), key)))
-    from workflow import campaign
+    from workflow.campaign import plan
 
-    for read in (profile_schema.load, Profile.load, campaign.load_profile):
+    for read in (profile_schema.load, Profile.load, plan.load_profile):
         with pytest.raises(ValueError) as err:
             read(path)
         assert f"{path}: missing key {key!r}: declare it, or add `extends: paper`" in str(err.value)
@@ -440,9 +440,9 @@ def test_a_profile_that_extends_paper_takes_each_key_it_leaves_out_everywhere_al
     config = profile_schema.load(path)
     assert "extends" not in config and config["theorem11"] == paper["theorem11"] and config["audit"] == paper["audit"]
     assert config["training"] == {"seeds": 1, "width": 0.25, "device": "cpu", "threads": 4, "eval_every": 1000}
-    from workflow import campaign
+    from workflow.campaign import plan
 
-    assert Profile.load(path).training == campaign.load_profile(path).training == config["training"]
+    assert Profile.load(path).training == plan.load_profile(path).training == config["training"]
     proc = snakemake("results/runs/mine/mnist/alg1_eps1_seed0.json", "-n", "-p", "--cores", "4", "--configfile",
                      str(path), data=tiny_root)
     assert "--width 0.25 --device cpu --eval-every 1000 --threads 4" in proc.stdout
