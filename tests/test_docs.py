@@ -183,7 +183,7 @@ def test_the_findings_block_is_the_headline_table_row_by_row(tmp_path):
     text = readme.render(results, "cpu", {"findings"})["findings"][1]
     rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
     assert len(rows) == 1 + len(pd.read_csv(FIXTURE, comment="#"))
-    assert rows[0] == ("| object | data set | method | eps | width | ours | paper | ours - paper [95% CI] | interval | "
+    assert rows[0] == ("| object | data set | method | eps | width | ours | paper | ours - paper [95% interval] | interval | "
                        "verdict |")
     assert ("| Table 2 | MNIST | Algorithm 1 | 1 | 0.25x | 98.50 ± 0.25 (n = 3) | 99.00 ± 0.10 (n = 5) | "
             "-0.50 [-1.10, +0.10] | Welch, df = 2.6 | undecided (n = 3) |") in rows

@@ -63,7 +63,14 @@ def _with_matched_claims(tmp_path: Path) -> Path:
 
 def test_the_audit_points_of_the_committed_csvs():
     audit = headline.audit_points(CPU)
-    assert list(audit.columns) == headline.AUDIT_COLUMNS and set(audit.audit) == {"canary", "subspace", "batchnorm"}
+    assert list(audit.columns) == headline.AUDIT_COLUMNS
+    assert set(audit.audit) == {"canary", "subspace", "batchnorm", "first layer", "control"}
+    first = audit[audit.audit == "first layer"]  # the exact final-model test on the paper's Inception
+    assert set(first.model) == {"inception w=1 (BatchNorm)", "inception w=0.25 (BatchNorm)"}
+    assert first.eps_exact_bound.map(math.isinf).all() and (first.eps_lower_bound > first.claimed_eps).all()
+    assert dict(zip(first.adjacency, first.claimed_eps)) == {"add": 1.0, "replace": 2.0}
+    control = audit[audit.audit == "control"]  # DP-SGD's control: a bound above zero, not above its claim
+    assert len(control) == 2 and ((control.eps_lower_bound > 0) & (control.eps_lower_bound <= control.claimed_eps)).all()
     canary = audit[(audit.audit == "canary") & (audit.method == "alg1")]
     assert set(canary.adversary_sees) == {"final model", "every update"}  # the two statistics, told apart
     assert (canary.claimed_eps == 1.0).all() and (canary.eps_lower_bound > 4.9).all()
@@ -192,7 +199,7 @@ def _more_audit_rows(tmp_path: Path) -> Path:
     """The committed audit CSVs with rows a later audit adds: final-model canary rows of the paper's Inception at
     1x and 0.25x, with a ``ceiling`` column (blank for the rows made before it) and an exact bound written
     "unbounded" or inf."""
-    for name in ("audit_subspace.csv", "audit_batchnorm.csv"):
+    for name in ("audit_subspace.csv", "audit_batchnorm.csv", "audit_first_layer.csv", "audit_control.csv"):
         shutil.copy(CPU / name, tmp_path / name)
     t, prov = provenance.read_csv(CPU / "audit_canary.csv")
     new = t[(t.method == "alg1") & (t.statistic == "final")].head(2).copy()
@@ -228,7 +235,10 @@ def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_boun
     labels = [t.get_text() for t in right.get_yticklabels()]
     assert any("Inception 1x" in t for t in labels) and any("Inception 0.25x" in t for t in labels)
     arrows = [line for line in right.get_lines() if line.get_marker() == ">"]
-    assert len(arrows) == 2 + 2  # the two new rows' and the subspace test's two rows at q = 1
+    committed_fig = headline_plot.draw_headline(_cells(), committed)
+    committed_arrows = [line for line in committed_fig.axes[1].get_lines() if line.get_marker() == ">"]
+    assert len(committed_arrows) == 2 + 4  # the subspace test's two rows at q = 1, the first-layer test's four rows
+    assert len(arrows) == len(committed_arrows) + 2  # and the two new rows'
     assert all(line.get_xdata()[0] < right.get_xlim()[1] for line in arrows)
     ticks = dict(zip((t.get_text() for t in right.get_xticklabels()), right.get_xticks()))
     assert "∞" in ticks and all(line.get_xdata()[0] == ticks["∞"] for line in arrows)  # the arrows sit at "∞"

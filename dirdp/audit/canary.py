@@ -129,8 +129,12 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
     llr = torch.zeros(trials, dtype=torch.float64)
     xb_c = torch.cat([problem.x_canary, torch.ones(1, dtype=x.dtype)])
     g = torch.Generator().manual_seed(seed)
+    # the likelihood statistic is DP-SGD's, in units of its noise: undefined without noise (left nan)
+    with_llr = kind == methods.CLIPPED and noise_multiplier > 0
+    if not with_llr:
+        llr.fill_(float("nan"))
     for _ in range(steps):
-        if kind == methods.CLIPPED:
+        if with_llr:
             shift = _canary_shift(W, xb_c, problem.y_canary, u, max_grad_norm=max_grad_norm,
                                   noise_multiplier=noise_multiplier)
         pairs = torch.nonzero(torch.rand(trials, m, generator=g) < q)
@@ -157,7 +161,7 @@ def train_linear_trials(problem: CanaryProblem, *, with_canary: bool, method: st
             continue
         delta = -lr * step
         seq = torch.maximum(seq, (delta @ u).norm(dim=1))
-        if kind == methods.CLIPPED:
+        if with_llr:
             z = (delta @ u) * (-q * n_dprime / (lr * noise_multiplier * max_grad_norm))
             llr += _update_llr(z, shift, q)
         W += delta

@@ -194,11 +194,12 @@ def dpsgd_inception(src: Sources) -> str:
     a = paper_model(here)
     a = a[(a.method == methods.label(methods.ALG1)) & (a.eps == r["eps"]) & (a.width == r["width"])].iloc[0]
     d = here[(here.method == methods.label(methods.DPSGD)) & (here.eps == r["eps"])].iloc[0]
+    alg1, dpsgd = methods.label(methods.ALG1), methods.label(methods.DPSGD)
     return table([f"FashionMNIST, eps = {fmt_eps(r['eps'])}, Inception at {r['width']:g}x", "test acc. ours",
                   "paper (full width)", "ours - paper"],
-                 [["Algorithm 1", acc(a["mean"], a["std"], int(a.n)), _paper(a), f"{a['diff']:+.2f}"],
-                  ["DP-SGD (GroupNorm)", acc(d["mean"], d["std"], int(d.n)), _paper(d), f"{d['diff']:+.2f}"],
-                  ["Algorithm 1 - DP-SGD", f"{a['mean'] - d['mean']:+.2f}", f"{a.paper - d.paper:+.2f}", None]])
+                 [[alg1, acc(a["mean"], a["std"], int(a.n)), _paper(a), f"{a['diff']:+.2f}"],
+                  [f"{dpsgd} (GroupNorm)", acc(d["mean"], d["std"], int(d.n)), _paper(d), f"{d['diff']:+.2f}"],
+                  [f"{alg1} - {dpsgd}", f"{a['mean'] - d['mean']:+.2f}", f"{a.paper - d.paper:+.2f}", None]])
 
 
 def bench(src: Sources) -> str:
