@@ -3,7 +3,7 @@ benchmark entry point, ``python -m dirdp bench --core`` (workflow.bench.accounti
 
     python benchmarks/bench_core.py            # prints medians and ratios, one core
 
-Targets (issue 2): one r* solve <= 20 ms, Table 7 grid <= 1 s (the paper: "less than one
+Targets: one r* solve <= 20 ms, Table 7 grid <= 1 s (the paper: "less than one
 minute" per epsilon); the mechanism's forward+backward for a [250, 10] batch is reported next
 to plain cross-entropy.
 """

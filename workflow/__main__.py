@@ -152,7 +152,7 @@ def _bench(args, argv) -> int:
         rows = accounting.core_bench()
         print(accounting.core_text(rows) + ("\n" + _json(rows) if args.json else ""))
         return _bench_json(args, argv, dict(load=meter.stop()), rows=rows)
-    if args.sweep:  # the CPU precision sweep (issue 31): interleaved configurations, peaks, FLOPs, the load
+    if args.sweep:  # the CPU precision sweep: interleaved configurations, peaks, FLOPs, the load
         result = sweep.sweep(reps=args.reps, threads=tuple(args.sweep_threads))
         print(sweep.table(result))
         return _bench_json(args, argv, result, rows=result.pop("rows"))

@@ -1,4 +1,4 @@
-"""The BatchNorm channel (issue 17, part 2): what one record does to the *other* records' releases, and what
+"""The BatchNorm channel: what one record does to the *other* records' releases, and what
 the running statistics of a released model carry, both outside the Dirichlet mechanism.
 
 Theorem 10 treats each release p~_i ~ Dir(r s_i + alpha 1_d) as a function of record i alone. In train mode a

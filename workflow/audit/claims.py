@@ -1,4 +1,4 @@
-"""The claim an audit row faces, for the row's own neighbouring relation (issue 34).
+"""The claim an audit row faces, for the row's own neighbouring relation.
 
 An epsilon lower bound refutes a guarantee only if both speak of the same neighbours. The guarantees here:
 

@@ -1,5 +1,5 @@
 """The subspace canary test: a white-box distinguishing audit of Algorithm 1 on the paper's own model
-families (issue 17), with DP-SGD at the same claimed epsilon as the control.
+families, with DP-SGD at the same claimed epsilon as the control.
 
 One step of Algorithm 1 moves the parameters by -lr/|B| sum_{i in B} J_i^T g_i, where J_i is the
 [d x P] Jacobian of record i's logits at theta_t and g_i its logit gradient, random through the

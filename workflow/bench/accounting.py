@@ -2,7 +2,7 @@
 solve, the Table 7 grid, and the mechanism's loss beside plain cross-entropy, each the median of repeated calls on one
 thread.
 
-Targets (issue 2): one r* solve <= 20 ms, the Table 7 grid <= 1 s (the paper: "less than one minute" per epsilon); the
+Targets: one r* solve <= 20 ms, the Table 7 grid <= 1 s (the paper: "less than one minute" per epsilon); the
 mechanism's forward+backward for a [250, 10] batch is reported next to cross-entropy's.
 """
 
