@@ -186,7 +186,7 @@ def test_the_findings_block_is_the_headline_table_row_by_row(tmp_path):
     assert rows[0] == ("| object | data set | method | eps | width | ours | paper | ours - paper [95% interval] | interval | "
                        "verdict |")
     assert ("| Table 2 | MNIST | Algorithm 1 | 1 | 0.25x | 98.50 ± 0.25 (n = 3) | 99.00 ± 0.10 (n = 5) | "
-            "-0.50 [-1.10, +0.10] | Welch, df = 2.6 | undecided (n = 3) |") in rows
+            "-0.50 [-1.10, +0.10] | 95% CI, Welch, df = 2.6 | undecided (n = 3) |") in rows
     assert "| Table 2 | MNIST | Algorithm 1 | inf | 0.25x | 99.25 (n = 1) | 99.50 | -0.25 | no spread printed | — |" in rows
     assert any("| 0.5x, bf16 | 90.00 (n = 1) |" in r and "| below the paper |" in r for r in rows)
     assert any("Welch \\| n = 2" in r for r in rows)  # a '|' in a cell does not split the row

@@ -237,7 +237,8 @@ def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_boun
     arrows = [line for line in right.get_lines() if line.get_marker() == ">"]
     committed_fig = headline_plot.draw_headline(_cells(), committed)
     committed_arrows = [line for line in committed_fig.axes[1].get_lines() if line.get_marker() == ">"]
-    assert len(committed_arrows) == 2 + 4  # the subspace test's two rows at q = 1, the first-layer test's four rows
+    # the subspace test's two rows at q = 1, the BatchNorm running statistics' row, the first-layer test's four rows
+    assert len(committed_arrows) == 2 + 1 + 4
     assert len(arrows) == len(committed_arrows) + 2  # and the two new rows'
     assert all(line.get_xdata()[0] < right.get_xlim()[1] for line in arrows)
     ticks = dict(zip((t.get_text() for t in right.get_xticklabels()), right.get_xticks()))
