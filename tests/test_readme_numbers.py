@@ -252,6 +252,46 @@ def test_the_full_width_cost_multiplies_each_measured_step_by_the_papers_t(tmp_p
     assert "| 2 | 6.00 (of 3) | 16.0 | 0.5 | cpu: X | `bench t2` |" in text, text
 
 
+def test_the_layout_block_gives_each_layouts_throughput_over_one_run_on_all_cores(tmp_path):
+    """bench_layout*.json as a table: a row per layout, its processes, threads, median s/step and summed steps a
+    second, and that throughput over the one-run-on-all-cores layout's; no bench file is a ReadmeError."""
+    from workflow.report.readme_campaign import ReadmeError, cpu_layout
+    from workflow.report.readme_sections import Sources
+
+    folder = tmp_path / "results" / "cpu"
+    folder.mkdir(parents=True)
+    src = Sources(tmp_path / "results", "cpu")
+    with pytest.raises(ReadmeError, match="bench_layout"):
+        cpu_layout(src)
+    rows = [dict(layout="one run, all cores", processes=1, threads_each=2, median_s_per_step=0.5, steps_per_s=2.0),
+            dict(layout="one run per core", processes=2, threads_each=1, median_s_per_step=0.8, steps_per_s=2.5)]
+    (folder / "bench_layout_x.json").write_text(json.dumps(dict(
+        rows=rows, load=dict(others_cpu_fraction=0.01), provenance=dict(device="cpu: X"))))
+    text = cpu_layout(src)
+    assert "| `bench_layout_x.json` | cpu: X | one run per core | 2 | 1 | 0.80 | 2.500 | 1.25 | 1.0% |" in text, text
+    assert "| `bench_layout_x.json` | cpu: X | one run, all cores | 1 | 2 | 0.50 | 2.000 | 1.00 | 1.0% |" in text, text
+
+
+def test_the_dpsgd_block_bolds_the_fastest_variant_and_says_why_one_failed(tmp_path):
+    from workflow.report.readme_campaign import ReadmeError, dpsgd_full_width
+    from workflow.report.readme_sections import Sources
+
+    folder = tmp_path / "results" / "cpu"
+    folder.mkdir(parents=True)
+    src = Sources(tmp_path / "results", "cpu")
+    with pytest.raises(ReadmeError, match="bench_dpsgd"):
+        dpsgd_full_width(src)
+    cfg = dict(width=1.0, batch=250, threads=1, reps=3, command="bench dpsgd")
+    rows = [dict(variant="alg1", median_s_per_step=2.0, over_algorithm1=1.0),
+            dict(variant="opacus hooks", median_s_per_step=7.0, over_algorithm1=3.5),
+            dict(variant="ghost", error="NotImplementedError: no")]
+    (folder / "bench_dpsgd_x.json").write_text(json.dumps(dict(
+        rows=rows, fastest_dpsgd="opacus hooks", provenance=dict(device="cpu: X", config=cfg))))
+    text = dpsgd_full_width(src)
+    assert "| **opacus hooks** | 7.00 | **3.50x** |" in text and "| alg1 | 2.00 | 1.00x |" in text, text
+    assert "| ghost | — | NotImplementedError: no |" in text and "`bench dpsgd`" in text, text
+
+
 def test_the_cpu_precision_block_is_the_sweep_jsons_as_tables(tmp_path):
     """Every configuration of every bench_sweep*.json is one table row with each machine's s/step, ratio to fp32
     and fraction of that machine's peak ("—" where a machine lacks it); each machine, its load and its command come

@@ -1,6 +1,7 @@
 """Generated blocks of the CPU evidence campaign (see :mod:`workflow.report.readme`), each a table of one result file:
 accuracy against width (``width_effect.csv``), the cost of a full-width step
-(``bench_full_width_t<n>.json``) and the precision sweep (``bench_sweep*.json``). Nothing here is typed by hand."""
+(``bench_full_width_t<n>.json``), the layout of runs on the cores (``bench_layout*.json``), DP-SGD's fastest full-width
+step (``bench_dpsgd*.json``) and the precision sweep (``bench_sweep*.json``). Nothing here is typed by hand."""
 
 from __future__ import annotations
 
@@ -66,6 +67,50 @@ def full_width_cost(src) -> str:
                  [[row["threads"], f"{row['algorithm1_s']:.2f} (of {row['reps']})",
                    f"{row['algorithm1_s'] * steps / 3600:.1f}", f"{prov['config']['load_average_1min_at_end']:.1f}",
                    prov["device"], f"`{prov['config']['command']}`"] for row, prov in recs])
+
+
+def _found(src, pattern: str, make: str) -> list[tuple]:
+    found = sorted(src.folder.glob(pattern))
+    if not found:
+        raise ReadmeError(f"{src.folder}: no {pattern} (make one with {make})")
+    return [(p, src.json(p.stem)) for p in found]
+
+
+def cpu_layout(src) -> str:
+    """Each layout bench (``bench_layout*.json``, benchmarks/bench_layout.py): per layout of full-width runs on the
+    cores (one run on all of them, one run per core, one run on one thread), the processes, threads each, the median
+    s/step of a process and the steps a second summed over the processes, with the ratio that decides the layout."""
+    rows = []
+    for p, rec in _found(src, "bench_layout*.json", "python benchmarks/bench_layout.py --json-out ..."):
+        prov, load = rec["provenance"], rec["load"]
+        base = next(r["steps_per_s"] for r in rec["rows"] if r["layout"] == "one run, all cores")
+        for r in rec["rows"]:
+            rows.append([f"`{p.name}`", prov["device"], r["layout"], r["processes"], r["threads_each"],
+                         f"{r['median_s_per_step']:.2f}", f"{r['steps_per_s']:.3f}", f"{r['steps_per_s'] / base:.2f}",
+                         f"{100 * load['others_cpu_fraction']:.1f}%"])
+    return table(["file", "machine", "layout", "processes", "threads each", "s/step a process (median)",
+                  "steps/s, all processes", "over one run on all cores", "other processes' CPU"], rows)
+
+
+def dpsgd_full_width(src) -> str:
+    """Each DP-SGD step bench (``bench_dpsgd*.json``, benchmarks/bench_dpsgd.py): every variant's median s/step of the
+    paper's Inception at its width and batch, and its ratio to Algorithm 1's (bf16 + channels_last, BatchNorm); the
+    fastest DP-SGD variant in bold; a variant that failed says why."""
+    out = []
+    for p, rec in _found(src, "bench_dpsgd*.json", "python benchmarks/bench_dpsgd.py --json-out ..."):
+        cfg, prov = rec["provenance"]["config"], rec["provenance"]
+        head = (f"`{p.name}` ({prov['device']}, Inception at {cfg['width']:g}x, batch {cfg['batch']}, "
+                f"{cfg['threads']} thread(s), median of {cfg['reps']} interleaved steps; `{cfg['command']}`)")
+        rows = []
+        for r in rec["rows"]:
+            bold = "**" if r["variant"] == rec.get("fastest_dpsgd") else ""
+            if r.get("median_s_per_step") is None:
+                rows.append([r["variant"], "—", r.get("error", "failed")])
+                continue
+            rows.append([f"{bold}{r['variant']}{bold}", f"{r['median_s_per_step']:.2f}",
+                         f"{bold}{r['over_algorithm1']:.2f}x{bold}"])
+        out.append(head + "\n\n" + table(["variant", "s/step (median)", "over Algorithm 1"], rows))
+    return "\n\n".join(out)
 
 
 def cpu_precision(src) -> str:

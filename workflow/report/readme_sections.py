@@ -242,6 +242,8 @@ def builders() -> dict:
         "width-effect": (campaign.width_effect, f"{r}/width_effect.csv"),
         "full-width-cost": (campaign.full_width_cost, f"{r}/bench_full_width_t*.json"),
         "cpu-precision": (campaign.cpu_precision, f"{r}/bench_sweep*.json"),
+        "cpu-layout": (campaign.cpu_layout, f"{r}/bench_layout*.json"),
+        "dpsgd-full-width": (campaign.dpsgd_full_width, f"{r}/bench_dpsgd*.json"),
         "baselines": (baselines, f"results/runs/{{p}}/, {r}/table2_mnist.csv, {r}/table4_fashionmnist.csv"),
         "dpsgd-inception": (dpsgd_inception, f"results/runs/{{p}}/fashionmnist/, {r}/table4_fashionmnist.csv"),
         "bench": (bench, f"{r}/bench_baselines*.json"),
