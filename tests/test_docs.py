@@ -153,10 +153,10 @@ def test_readme_check_reports_a_stale_block_on_a_docs_page_and_readme_rewrites_i
 def test_a_block_on_two_pages_is_an_error(tmp_path):
     results = copy_results(tmp_path)
     copy = copy_pages(tmp_path, results)
-    block = readme.BLOCK.search((tmp_path / "docs" / "results.md").read_text())[0]
+    block = readme.BLOCK.search((tmp_path / "docs" / "results.md").read_text())
     with (tmp_path / "docs" / "data.md").open("a") as fh:
-        fh.write("\n" + block + "\n")
-    with pytest.raises(readme.ReadmeError, match=r"the block .table7. is on .*data.md and on .*results.md"):
+        fh.write("\n" + block[0] + "\n")
+    with pytest.raises(readme.ReadmeError, match=rf"the block .{block['name']}. is on .*data.md and on .*results.md"):
         readme.update(copy, results, "cpu", check=True)
 
 
@@ -192,7 +192,7 @@ def test_the_findings_blocks_are_the_headline_table_row_by_row(tmp_path):
     rows = [line for line in made["findings-reduced-width"][1].splitlines() if line.startswith("| ") and "---" not in line]
     assert rows[0] == head and len(rows) == 1 + len(pd.read_csv(FIXTURE, comment="#"))
     assert ("| Table 2 | MNIST | Algorithm 1 | 1 | 0.25x | 98.50 ± 0.25 (n = 3) | 99.00 ± 0.10 (n = 5) | "
-            "-0.50 [-1.10, +0.10] | Welch, df = 2.6 | undecided (n = 3) |") in rows
+            "-0.50 [-1.10, +0.10] | 95% CI, Welch, df = 2.6 | undecided (n = 3) |") in rows
     assert "| Table 2 | MNIST | Algorithm 1 | inf | 0.25x | 99.25 (n = 1) | 99.50 | -0.25 | no spread printed | — |" in rows
     assert any("| 0.5x, bf16 | 90.00 (n = 1) |" in r and "| below the paper |" in r for r in rows)
     assert any("Welch \\| n = 2" in r for r in rows)  # a '|' in a cell does not split the row

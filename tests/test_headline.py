@@ -333,6 +333,9 @@ def test_the_privacy_cost_is_inf_minus_eps_at_full_width_with_welch_only_where_b
     alone = headline.privacy_cost(cells[cells.object == "table2_mnist"].iloc[0:0], paper)
     assert set(alone.status) == {"no full-width run at eps = 0.5 or inf yet", "no full-width run at eps = 1 or inf yet",
                                  "no full-width run at eps = 2 or inf yet", "no full-width run at eps = 4 or inf yet"}
-    one_inf = headline.privacy_cost(pd.DataFrame([_cell(math.inf, 93.5, None, 1), _cell(2.0, 91.0, None, 1)],
-                                                 columns=headline.CELL_COLUMNS), _paper())
-    assert one_inf.set_index("eps").loc[2.0, "interval"] == "none (one run at eps = 2 and inf)"
+    one_inf = headline.privacy_cost(pd.DataFrame([_cell(math.inf, 93.5, None, 1), _cell(2.0, 91.0, None, 1),
+                                                  _cell(4.0, 91.5, 0.3, 3)], columns=headline.CELL_COLUMNS), _paper())
+    one_inf = one_inf.set_index("eps")
+    assert one_inf.loc[2.0, "interval"] == "none (one run at eps = 2 and inf)"
+    assert one_inf.loc[4.0, "interval"] == "none (one run at eps = inf)" and pd.isna(one_inf.loc[4.0, "ci_low"])
+    assert one_inf.loc[4.0, "ours_cost"] == pytest.approx(2.0)
