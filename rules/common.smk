@@ -202,7 +202,8 @@ FIXED_TARGETS = [f"{RES}/table6.csv", f"{RES}/table7.csv", f"{FIG}/h_of_r.pdf", 
                  f"{FIG}/runs_accuracy_curves.pdf", f"{RES}/baselines_comparison.csv", f"{RES}/audit_canary.csv",
                  f"{RES}/audit_released_models.csv", f"{RES}/width_effect.csv", f"{FIG}/width_effect.pdf",
                  f"{RES}/audit_subspace.csv", f"{FIG}/audit_subspace_residuals.pdf", f"{RES}/headline_cells.csv",
-                 f"{FIG}/headline.pdf", f"{RES}/audit_first_layer.csv", f"{FIG}/audit_paper_model.pdf"]
+                 f"{RES}/privacy_cost.csv", f"{FIG}/headline.pdf", f"{RES}/audit_first_layer.csv",
+                 f"{FIG}/audit_paper_model.pdf"]
 # The BatchNorm audit reads the profile's released MNIST eps = 1 model (seed 0) and its --norm group twin where the
 # profile trains one: it runs where the profile trains the first.
 # (fp32 where the profile trains that cell in fp32, else its bf16 run: the quick profile trains in bf16).

@@ -163,7 +163,8 @@ rule runs_summary:
 rule headline:
     """The headline figure: every paper cell run here as ours - paper with its 95% interval and verdict (left), each
     audited model's claimed epsilon against its audited lower bound (right); headline_cells.csv is the README's
-    table of the cells, headline_audit.csv every point of the right panel."""
+    table of the cells, privacy_cost.csv the privacy cost at the paper's width (ours beside the paper's),
+    headline_audit.csv every point of the right panel."""
     input:
         deps(
             "notebooks/headline.ipynb",
@@ -180,6 +181,7 @@ rule headline:
         *report_outputs(
             [
                 f"{RES}/headline_cells.csv",
+                f"{RES}/privacy_cost.csv",
                 f"{RES}/headline_audit.csv",
                 f"{FIG}/headline.png",
                 f"{FIG}/headline.pdf",

@@ -20,6 +20,7 @@ rule index:
             BN_TARGETS[:1],
             f"{RES}/width_effect.csv",
             f"{RES}/headline_cells.csv",
+            f"{RES}/privacy_cost.csv",
             f"{RES}/table7_high_orders.csv",
             CODE,
         ),

@@ -153,10 +153,10 @@ def test_readme_check_reports_a_stale_block_on_a_docs_page_and_readme_rewrites_i
 def test_a_block_on_two_pages_is_an_error(tmp_path):
     results = copy_results(tmp_path)
     copy = copy_pages(tmp_path, results)
-    block = readme.BLOCK.search((tmp_path / "docs" / "results.md").read_text())[0]
+    block = readme.BLOCK.search((tmp_path / "docs" / "results.md").read_text())
     with (tmp_path / "docs" / "data.md").open("a") as fh:
-        fh.write("\n" + block + "\n")
-    with pytest.raises(readme.ReadmeError, match=r"the block .table7. is on .*data.md and on .*results.md"):
+        fh.write("\n" + block[0] + "\n")
+    with pytest.raises(readme.ReadmeError, match=rf"the block .{block['name']}. is on .*data.md and on .*results.md"):
         readme.update(copy, results, "cpu", check=True)
 
 
@@ -175,21 +175,79 @@ def test_a_missing_result_file_is_one_line_and_nothing_is_written(tmp_path):
 
 # --- the README's own blocks ------------------------------------------------------------------------------------
 
-def test_the_findings_block_is_the_headline_table_row_by_row(tmp_path):
-    """One row per paper cell of headline_cells.csv: ours (n), the paper's (n), ours - paper with its interval, what
-    the interval is and the verdict, as the file gives them; a row without an interval or verdict says so."""
+def test_the_findings_blocks_are_the_headline_table_row_by_row(tmp_path):
+    """Each row of headline_cells.csv on one of two pages: at the paper's width in the README's findings (with every
+    Algorithm-1 cell of the objects' tables that has none, as "not run yet"), below it in docs/results.md's
+    findings-reduced-width; each row ours (n), the paper's (n), ours - paper with its interval, what the interval is
+    and the verdict, as the file gives them; a row without an interval or verdict says so."""
     results = copy_results(tmp_path)
-    shutil.copy(FIXTURE, results / "cpu" / "headline_cells.csv")
-    text = readme.render(results, "cpu", {"findings"})["findings"][1]
-    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
-    assert len(rows) == 1 + len(pd.read_csv(FIXTURE, comment="#"))
-    assert rows[0] == ("| object | data set | method | eps | width | ours | paper | ours - paper [95% interval] | interval | "
-                       "verdict |")
+    shutil.copy(FIXTURE, results / "cpu" / "headline_cells.csv")  # every row of the fixture at reduced width
+    made = readme.render(results, "cpu", {"findings", "findings-reduced-width"})
+    head = ("| object | data set | method | eps | width | ours | paper | ours - paper [95% interval] | interval | "
+            "verdict |")
+    full = [line for line in made["findings"][1].splitlines() if line.startswith("| ") and "---" not in line]
+    assert full[0] == head and len(full) == 1 + 10  # Tables 2 and 4 at eps 0.5, 1, 2, 4, inf: none run at 1x
+    assert all("| Algorithm 1 |" in r and "| 1x | not run yet |" in r and r.endswith("| — | — | — |") for r in full[1:])
+    assert "| Table 4 | FashionMNIST | Algorithm 1 | inf | 1x | not run yet | 93.13 (n = 5) | — | — | — |" in full
+    rows = [line for line in made["findings-reduced-width"][1].splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[0] == head and len(rows) == 1 + len(pd.read_csv(FIXTURE, comment="#"))
     assert ("| Table 2 | MNIST | Algorithm 1 | 1 | 0.25x | 98.50 ± 0.25 (n = 3) | 99.00 ± 0.10 (n = 5) | "
             "-0.50 [-1.10, +0.10] | 95% CI, Welch, df = 2.6 | undecided (n = 3) |") in rows
     assert "| Table 2 | MNIST | Algorithm 1 | inf | 0.25x | 99.25 (n = 1) | 99.50 | -0.25 | no spread printed | — |" in rows
     assert any("| 0.5x, bf16 | 90.00 (n = 1) |" in r and "| below the paper |" in r for r in rows)
     assert any("Welch \\| n = 2" in r for r in rows)  # a '|' in a cell does not split the row
+
+
+def test_a_full_width_row_of_the_headline_table_moves_to_the_readme_with_any_method(tmp_path):
+    """A row at 1x takes its cell's place in the README's findings (another precision of the cell beside it, another
+    method's after the object's Algorithm-1 cells) and leaves the docs page's block."""
+    from dirdp.provenance import read_csv, write_csv
+
+    results = copy_results(tmp_path)
+    table, prov = read_csv(FIXTURE)
+    first = table.iloc[0]
+    full = [first.to_dict() | dict(width=1.0, precision=p, ours_mean=m) for p, m in (("bf16", 99.1), ("fp32", 99.2))]
+    dpsgd = table.iloc[2].to_dict() | dict(method="DP-SGD", width=1.0, precision="fp32", ours_mean=82.5)
+    write_csv(pd.concat([table, pd.DataFrame(full + [dpsgd])], ignore_index=True), results / "cpu" / "headline_cells.csv",
+              prov)
+    made = readme.render(results, "cpu", {"findings", "findings-reduced-width"})
+    rows = [line for line in made["findings"][1].splitlines() if line.startswith("| Table")]
+    assert len(rows) == 10 - 1 + 2 + 1
+    assert rows[1].startswith("| Table 2 | MNIST | Algorithm 1 | 1 | 1x, bf16 | 99.10 ± 0.25 (n = 3) |"), rows
+    assert rows[2].startswith("| Table 2 | MNIST | Algorithm 1 | 1 | 1x | 99.20 ± 0.25 (n = 3) |"), rows
+    assert rows[-1].startswith("| Table 4 | FashionMNIST | DP-SGD | 2 | 1x | 82.50 (n = 1) |"), rows
+    assert "| 1x" not in made["findings-reduced-width"][1]
+    assert len([ln for ln in made["findings-reduced-width"][1].splitlines() if ln.startswith("| Table")]) == len(table)
+
+
+def test_the_privacy_cost_block_is_its_csv_row_by_row(tmp_path):
+    """One row per data set and private eps: ours at eps = inf and at eps (n each), the cost with its interval where
+    the CSV has one, the paper's own cost from its two values, ours - paper; a side not run yet says so."""
+    from dirdp.provenance import write_csv
+    from workflow.report import headline
+
+    results = copy_results(tmp_path)
+    cells = pd.DataFrame([dict(object="table4_fashionmnist", dataset="fashionmnist", method="Algorithm 1", eps=e,
+                               width=1.0, precision="bf16", n=n, ours_mean=m, ours_std=s)
+                          for e, m, s, n in ((float("inf"), 93.5, 0.2, 3), (2.0, 91.0, 0.5, 3), (1.0, 88.0, None, 1))],
+                         columns=headline.CELL_COLUMNS)
+    paper = pd.DataFrame([dict(object="table4_fashionmnist", dataset="fashionmnist", eps=e, paper_mean=m)
+                          for e, m in ((0.5, 81.02), (1.0, 86.35), (2.0, 91.13), (float("inf"), 93.13))],
+                         columns=headline.PAPER_CELL_COLUMNS)
+    cost = headline.privacy_cost(cells, paper)
+    write_csv(cost, results / "cpu" / "privacy_cost.csv", {"test": "synthetic"})
+    text = readme.render(results, "cpu", {"privacy-cost"})["privacy-cost"][1]
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows[0] == ("| data set | eps | width | ours at eps = inf | ours at eps | cost, ours (inf - eps) [95% interval] "
+                       "| interval | cost, paper (inf - eps) | ours - paper |")
+    two = cost[cost.eps == 2.0].iloc[0]
+    assert rows[1:] == [
+        "| FashionMNIST | 0.5 | 1x | 93.50 ± 0.20 (n = 3) | not run yet | no full-width run at eps = 0.5 yet | — | "
+        "+12.11 (93.13 - 81.02) | — |",
+        "| FashionMNIST | 1 | 1x, bf16 | 93.50 ± 0.20 (n = 3) | 88.00 (n = 1) | +5.50 | none (one run at eps = 1) | "
+        "+6.78 (93.13 - 86.35) | -1.28 |",
+        f"| FashionMNIST | 2 | 1x, bf16 | 93.50 ± 0.20 (n = 3) | 91.00 ± 0.50 (n = 3) | +2.50 [{two.ci_low:+.2f}, "
+        f"{two.ci_high:+.2f}] | 95% CI, {two.interval} | +2.00 (93.13 - 91.13) | +0.50 |"]
 
 
 def test_the_findings_block_names_a_missing_column(tmp_path):

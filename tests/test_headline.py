@@ -249,3 +249,94 @@ def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_boun
     assert {3.5, 3.2, 4.906} <= ceilings
     texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
     assert any("∞" in t for t in texts)
+
+
+def _table(obj, dataset, rows):
+    from workflow.report.objects import COLUMNS
+
+    return pd.DataFrame([_row(object=obj, dataset=dataset, **r) for r in rows]).reindex(columns=COLUMNS)
+
+
+def test_the_paper_cells_are_every_algorithm_1_cell_the_paper_prints_for_an_object_run_here():
+    """Each object with a paper cell run here (at any width) gives every Algorithm-1 cell its table carries a printed
+    value for, run or not, once each, by eps with inf last; an object with nothing run here gives none."""
+    not_run = dict(label="paper", mean=None, std=None, n=0, width=None, diff=None, ci_low=None, ci_high=None,
+                   interval=None, verdict=None, status="not run here (result file missing: run the DAG)")
+    fashion = _table("table4_fashionmnist", "fashionmnist", [
+        dict(eps=math.inf, paper=93.13, paper_std=None),
+        dict(eps=0.5, paper=81.02, paper_std=5.91, **not_run),
+        dict(eps=2.0), dict(eps=2.0, width=1.0, precision="bf16"),  # one cell, two widths
+        dict(eps=4.0, paper=91.69, paper_std=0.14, **not_run),
+        dict(eps=1.0, method="DP-SGD", paper=80.6, paper_std=0.71, **not_run),  # another method: not a cell here
+        dict(eps=2.0, method="LATENT", paper=None, paper_std=None, status="no value printed in the paper"),
+    ])
+    cifar = _table("table1_cifar10", "cifar10", [dict(eps=1.0, paper=82.96, paper_std=1.46, **dict(
+        not_run, status="not run here (not in the 'cpu' profile)"))])
+    cells = headline.paper_cells([cifar, fashion])
+    assert list(cells.columns) == headline.PAPER_CELL_COLUMNS
+    assert list(zip(cells.object, cells.eps)) == [("table4_fashionmnist", e) for e in (0.5, 2.0, 4.0, math.inf)]
+    assert list(cells.paper_mean) == [81.02, 91.13, 91.69, 93.13]
+    assert headline.paper_cells([cifar]).empty
+
+
+def _cell(eps, mean, std, n, width=1.0, precision="bf16", obj="table4_fashionmnist",
+          dataset="fashionmnist"):
+    return dict(object=obj, dataset=dataset, method="Algorithm 1", eps=eps, width=width, precision=precision, n=n,
+                ours_mean=mean, ours_std=std)
+
+
+FASHION = ((0.5, 81.02), (1.0, 86.35), (2.0, 91.13), (4.0, 91.69), (math.inf, 93.13))  # Table 4, Algorithm 1
+
+
+def _paper(obj="table4_fashionmnist", dataset="fashionmnist", values=FASHION):
+    return pd.DataFrame([dict(object=obj, dataset=dataset, eps=e, paper_mean=m, paper_std=None) for e, m in values],
+                        columns=headline.PAPER_CELL_COLUMNS)
+
+
+def test_the_privacy_cost_is_inf_minus_eps_at_full_width_with_welch_only_where_both_sides_have_seeds():
+    from scipy import stats
+
+    cells = pd.DataFrame([
+        _cell(math.inf, 93.5, 0.2, 3),
+        _cell(2.0, 91.0, 0.5, 3),
+        _cell(2.0, 90.0, None, 1, precision="fp32"),  # another precision of the cell: never paired with bf16
+        _cell(1.0, 88.0, None, 1),
+        _cell(0.5, 70.0, 1.0, 3, width=0.25, precision="fp32"),  # reduced width: not the paper's model
+        _cell(4.0, 91.0, 0.3, 2, precision="fp32"),  # full width, but eps = inf ran in bf16 only
+        _cell(math.inf, 99.4, 0.1, 2, obj="table2_mnist", dataset="mnist"),
+    ], columns=headline.CELL_COLUMNS)
+    paper = pd.concat([_paper(), _paper("table2_mnist", "mnist", ((1.0, 99.37), (math.inf, 99.51)))],
+                      ignore_index=True)
+    cost = headline.privacy_cost(cells, paper)
+    assert list(cost.columns) == headline.PRIVACY_COST_COLUMNS
+    assert list(zip(cost.dataset, cost.eps)) == [("fashionmnist", e) for e in (0.5, 1.0, 2.0, 4.0)] + [("mnist", 1.0)]
+    row = cost.set_index(["dataset", "eps"])
+    two = row.loc[("fashionmnist", 2.0)]
+    se = math.sqrt(0.2 ** 2 / 3 + 0.5 ** 2 / 3)
+    df = se ** 4 / ((0.2 ** 2 / 3) ** 2 / 2 + (0.5 ** 2 / 3) ** 2 / 2)
+    half = stats.t.ppf(0.975, df) * se
+    assert (two.precision, two.n_inf, two.n_eps) == ("bf16", 3, 3)
+    assert two.ours_cost == pytest.approx(2.5) and two.paper_cost == pytest.approx(2.0)
+    assert two["diff"] == pytest.approx(0.5)
+    assert (two.ci_low, two.ci_high) == (pytest.approx(2.5 - half, abs=1e-3), pytest.approx(2.5 + half, abs=1e-3))
+    assert two.interval == f"Welch (df = {df:.1f})" and two.status == "both sides run at full width"
+    one = row.loc[("fashionmnist", 1.0)]  # one run at eps: the cost, no interval
+    assert one.ours_cost == pytest.approx(5.5) and one["diff"] == pytest.approx(5.5 - (93.13 - 86.35))
+    assert pd.isna(one.ci_low) and pd.isna(one.ci_high) and one.interval == "none (one run at eps = 1)"
+    half_run = row.loc[("fashionmnist", 0.5)]  # run at reduced width only: no full-width run, said so
+    assert pd.isna(half_run.ours_cost) and half_run.n_eps == 0 and half_run.n_inf == 3
+    assert half_run.status == "no full-width run at eps = 0.5 yet"
+    assert half_run.paper_cost == pytest.approx(93.13 - 81.02)
+    mixed = row.loc[("fashionmnist", 4.0)]
+    assert pd.isna(mixed.ours_cost) and mixed.status == "no precision run at full width at both eps"
+    mnist = row.loc[("mnist", 1.0)]
+    assert pd.isna(mnist.ours_cost) and mnist.status == "no full-width run at eps = 1 yet"
+    alone = headline.privacy_cost(cells[cells.object == "table2_mnist"].iloc[0:0], paper)
+    assert set(alone.status) == {"no full-width run at eps = 0.5 or inf yet", "no full-width run at eps = 1 or inf yet",
+                                 "no full-width run at eps = 2 or inf yet", "no full-width run at eps = 4 or inf yet"}
+    one_inf = headline.privacy_cost(pd.DataFrame([_cell(math.inf, 93.5, None, 1), _cell(2.0, 91.0, None, 1),
+                                                  _cell(4.0, 91.5, 0.3, 3)], columns=headline.CELL_COLUMNS), _paper())
+    one_inf = one_inf.set_index("eps")
+    assert one_inf.loc[2.0, "interval"] == "none (one run at eps = 2 and inf)"
+    assert one_inf.loc[4.0, "interval"] == "none (one run at eps = inf)" and pd.isna(one_inf.loc[4.0, "ci_low"])
+    assert one_inf.loc[4.0, "ours_cost"] == pytest.approx(2.0)

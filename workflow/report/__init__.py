@@ -10,7 +10,9 @@
   rate) and its panel (:func:`draw_accuracy`);
 - :mod:`workflow.report.tables`: Tables 6 and 7 (r*) recomputed with the accountant;
 - :mod:`workflow.report.headline`, :mod:`workflow.report.headline_plot`: the headline figure's two tables (every paper
-  cell run here; the claimed epsilon against the audit) and its drawing;
+  cell run here; the claimed epsilon against the audit) and its drawing, the paper's Algorithm-1 cells of the objects
+  run here and the privacy cost at the paper's width;
+- :mod:`workflow.report.width`: accuracy against model width (``width_effect.csv``: the rows its figure draws);
 - :mod:`workflow.report.index`: ``results/<profile>/README.md`` and the top index ``results/README.md``
   (``python -m dirdp index``); :mod:`workflow.report.readme`: the generated blocks of the README and docs/
   (``python -m dirdp readme``).

@@ -12,7 +12,8 @@ import pandas as pd
 
 from dirdp import methods
 from dirdp.protocol import fmt_eps
-from workflow.report.compare import interval_name
+from workflow.report import headline
+from workflow.report.compare import PAPER_SEEDS, interval_name
 from workflow.report.markdown import table
 from workflow.report.readme_campaign import NAMES, ReadmeError, acc
 
@@ -37,26 +38,106 @@ def _blank(value) -> bool:
     return value is None or (isinstance(value, float) and pd.isna(value))
 
 
-def findings(src) -> str:
-    """One row per paper cell run here: the paper's value, ours, the width, n, ours - paper with its 95% interval
-    (and what the interval is, :func:`workflow.report.compare.interval_name`: a confidence interval for a mean over n >= 2
-    seeds, a prediction interval for one run) and the verdict, as ``headline_cells.csv`` gives them."""
+def _paper(mean, std, n) -> str:
+    """The paper's value of a cell: "99.37 ± 0.06 (n = 5)"; "—" where it prints none."""
+    if _blank(mean):
+        return "—"
+    return f"{mean:.2f}" + ("" if _blank(std) else f" ± {std:.2f}") + ("" if _blank(n) else f" (n = {int(n)})")
+
+
+def _cell_row(r) -> list:
+    """One row of ``headline_cells.csv`` as the findings tables print it."""
+    width = f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else "")
+    diff = "—" if _blank(r.diff) else (
+        f"{r.diff:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
+    interval = "—" if _blank(r.interval) else interval_name(r.interval).replace("|", "\\|")
+    return [object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)), width,
+            acc(r.ours_mean, r.ours_std, int(r.n)), _paper(r.paper_mean, r.paper_std, r.paper_n), diff, interval,
+            "—" if _blank(r.verdict) else r.verdict]
+
+
+FINDINGS_HEAD = ["object", "data set", "method", "eps", "width", "ours", "paper", "ours - paper [95% interval]",
+                 "interval", "verdict"]
+NOT_RUN = "not run yet"  # a paper cell with no run at the paper's width
+
+
+def _cells(src) -> pd.DataFrame:
     t = src.csv("headline_cells")
     _columns(t, CELLS, f"{src.folder}/headline_cells.csv")
+    return t
+
+
+def paper_cells(src, cells: pd.DataFrame) -> pd.DataFrame:
+    """The paper's Algorithm-1 cells of every object ``cells`` has a row of (:func:`workflow.report.headline
+    .paper_cells`), from those objects' tables (``<object>.csv``)."""
+    from workflow.report.objects import COLUMNS
+
+    tables = []
+    for name in dict.fromkeys(cells.object):
+        t = src.csv(name)
+        _columns(t, COLUMNS, f"{src.folder}/{name}.csv")
+        tables.append(t)
+    return headline.paper_cells(tables)
+
+
+def findings(src) -> str:
+    """The paper's cells at the paper's width (:data:`workflow.report.headline.FULL_WIDTH`), as
+    ``headline_cells.csv`` gives them: every Algorithm-1 cell the paper prints for an object run here
+    (:func:`paper_cells`, from the objects' tables), each with its full-width row (one per precision run), or one row
+    saying it is not run yet; then any other method's full-width row. Each row: ours, the paper's value, ours -
+    paper with its 95% interval (and what the interval is, :func:`workflow.report.compare.interval_name`: a
+    confidence interval for a mean over n >= 2 seeds, a prediction interval for one run) and the verdict. The rows
+    at reduced width are :func:`findings_reduced_width`'s."""
+    t = _cells(src)
+    paper = paper_cells(src, t)
+    full = t[headline.full_width(t)]
+    alg1 = methods.label(methods.ALG1)
+    rows, shown = [], set()
+    for obj in dict.fromkeys([*paper.object, *full.object]):
+        for c in paper[paper.object == obj].itertuples():
+            at = full[(full.object == obj) & (full.method == alg1) & (full.eps.astype(float) == c.eps)]
+            if at.empty:
+                rows.append([object_name(obj), NAMES.get(c.dataset, c.dataset), alg1, fmt_eps(c.eps),
+                             f"{headline.FULL_WIDTH:g}x", NOT_RUN,
+                             _paper(c.paper_mean, c.paper_std, PAPER_SEEDS), "—", "—", "—"])
+            shown |= set(at.index)
+            rows += [_cell_row(r) for r in at.itertuples()]
+        rest = full[(full.object == obj) & ~full.index.isin(shown)]
+        shown |= set(rest.index)
+        rows += [_cell_row(r) for r in rest.itertuples()]
+    return table(FINDINGS_HEAD, rows)
+
+
+def findings_reduced_width(src) -> str:
+    """Every row of ``headline_cells.csv`` below the paper's width (0.25x, 0.5x; Algorithm 1 and any other method
+    run there), in the file's order, as :func:`findings` prints a row."""
+    t = _cells(src)
+    return table(FINDINGS_HEAD, [_cell_row(r) for r in t[~headline.full_width(t)].itertuples()])
+
+
+def privacy_cost(src) -> str:
+    """``privacy_cost.csv`` (:func:`workflow.report.headline.privacy_cost`) as a table: per data set and private
+    eps, ours at eps = inf and at eps (full width), the cost (inf - eps) with its 95% Welch interval where both
+    sides have n >= 2, the paper's own cost and ours - paper; a side not run yet at full width says so."""
+    t = src.csv("privacy_cost")
+    _columns(t, headline.PRIVACY_COST_COLUMNS, f"{src.folder}/privacy_cost.csv")
     rows = []
     for r in t.itertuples():
-        width = f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else "")
-        paper = "—" if _blank(r.paper_mean) else (
-            f"{r.paper_mean:.2f}" + ("" if _blank(r.paper_std) else f" ± {r.paper_std:.2f}")
-            + ("" if _blank(r.paper_n) else f" (n = {int(r.paper_n)})"))
-        diff = "—" if _blank(r.diff) else (
-            f"{r.diff:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
-        interval = "—" if _blank(r.interval) else interval_name(r.interval).replace("|", "\\|")
-        rows.append([object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)), width,
-                     acc(r.ours_mean, r.ours_std, int(r.n)), paper, diff, interval,
-                     "—" if _blank(r.verdict) else r.verdict])
-    return table(["object", "data set", "method", "eps", "width", "ours", "paper", "ours - paper [95% interval]",
-                  "interval", "verdict"], rows)
+        missing = str(r.status).startswith("no full-width run")
+
+        def side(mean, std, n):
+            return acc(mean, std, int(n)) if n > 0 else NOT_RUN if missing else "—"
+
+        cost = str(r.status) if _blank(r.ours_cost) else (
+            f"{r.ours_cost:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
+        rows.append([NAMES.get(r.dataset, r.dataset), fmt_eps(float(r.eps)),
+                     f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else ""),
+                     side(r.mean_inf, r.std_inf, r.n_inf), side(r.mean_eps, r.std_eps, r.n_eps), cost,
+                     "—" if _blank(r.interval) else interval_name(r.interval),
+                     f"{r.paper_cost:+.2f} ({r.paper_inf:.2f} - {r.paper_eps:.2f})",
+                     "—" if _blank(r.diff) else f"{r.diff:+.2f}"])
+    return table(["data set", "eps", "width", "ours at eps = inf", "ours at eps",
+                  "cost, ours (inf - eps) [95% interval]", "interval", "cost, paper (inf - eps)", "ours - paper"], rows)
 
 
 def _not_run_why(table: pd.DataFrame) -> str:

@@ -232,7 +232,9 @@ def builders() -> dict:
     from workflow.report import readme_front as front
     r = "results/{p}"
     return {
-        "findings": (front.findings, f"{r}/headline_cells.csv"),
+        "findings": (front.findings, f"{r}/headline_cells.csv, {r}/table*.csv"),
+        "privacy-cost": (front.privacy_cost, f"{r}/privacy_cost.csv"),
+        "findings-reduced-width": (front.findings_reduced_width, f"{r}/headline_cells.csv"),
         "scope": (front.scope, f"{r}/table*.csv, {r}/fig*.csv, {r}/bench_baselines*.json, workflow/paper.py"),
         "timings": (front.timings, "results/timings.csv"),
         "precision": (front.precision, f"{r}/precision_validation.csv, {r}/bench_sweep*.json"),
