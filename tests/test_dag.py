@@ -372,7 +372,7 @@ def test_the_profile_check_imports_jsonschema_without_rfc3987_syntax():
     still names a wrong key."""
     code = ("import importlib.util, sys\n"
             "before = importlib.util.find_spec('rfc3987_syntax') is not None\n"
-            "from dirdp import profile_schema\n"
+            "from workflow import profile_schema\n"
             "problems = profile_schema.errors({'profile': 'x', 'widht': 1}, partial=True)\n"
             "print(repr('jsonschema' in sys.modules), repr('rfc3987_syntax' in sys.modules), problems)\n"
             "print(before, importlib.util.find_spec('rfc3987_syntax') is not None)\n")
