@@ -4,13 +4,18 @@
 # priority of its place in the queue), K = 2 cores by default (a run that `training: threads_by_width` gives n threads
 # takes n of them), logs in results/logs/runs/cpu/ and results/logs/campaign-cpu.log. With `campaign: redo_dirty:
 # true` a result whose provenance says "+dirty" (uncommitted code) is trained again from a clean tree and replaced.
-#   bash scripts/campaign.sh start    # start, or resume from the committed checkpoints (the default)
+#   bash scripts/campaign.sh start    # start, or resume: first restores the parked checkpoints (below)
 #   bash scripts/campaign.sh status   # where each run stands (finished + accuracy, checkpoint step, queued)
 #   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops (SIGTERM)
-#   bash scripts/campaign.sh save     # stop, then commit finished results and the checkpoints of unfinished
-#                                     # runs (git add -f: they are ignored otherwise), so the next start resumes;
+#   bash scripts/campaign.sh land     # while the runs go on: commit the results that have landed (no checkpoint);
 #                                     # a finished run whose weights stay out of git first gets its membership
 #                                     # record (python -m dirdp membership), which the audit reads in their place
+#   bash scripts/campaign.sh save     # when a session stops: stop, commit the results as land does, and park the
+#                                     # checkpoints of unfinished runs: one commit adds them (git add -f: they are
+#                                     # ignored), the next takes them out of the tree and records in
+#                                     # results/campaign/<profile>/parked.json where history holds them
+#                                     # (workflow.campaign.parked): the next start, in any clone, restores them, and
+#                                     # no tree carries them (a copy to a GPU node stays under its size cap)
 #   bash scripts/campaign.sh tables RUN.json...   # after runs land (committed): rebuild, in a clean checkout of
 #                                     # HEAD, every table, figure, notebook and index downstream of those runs (and
 #                                     # nothing else), copy them back, rewrite the README and docs blocks and commit; DRY=1
@@ -20,9 +25,9 @@
 #                                     # whose weights are not in git (full width): it cannot change. A committed
 #                                     # source file in place of a run (workflow/report/compare.py) rebuilds what reads it
 #                                     # (every notebook job reads the code: all of them)
-# Automated commits: one per `save` (the results, released models, runner records and the checkpoints of unfinished
-# runs, together) and one per `tables` (what the DAG rebuilt downstream of runs already saved); nothing else here, and
-# not the runner (workflow.campaign), commits.
+# Automated commits: one per `land` (results, released models, membership records), two per `save` (the same with
+# the runner records and the checkpoints of unfinished runs; then the checkpoints parked) and one per `tables` (what
+# the DAG rebuilt downstream of runs already saved); nothing else here, and not the runner (workflow.campaign), commits.
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
 # (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides).
 # K=1 bash scripts/campaign.sh start for one run at a time.
@@ -57,6 +62,8 @@ case "${1:-start}" in
       echo "$dirty" >&2
       exit 2
     fi
+    profile=$("$PY" -c "import yaml, sys; print(yaml.safe_load(open('$CONFIG'))['profile'])")
+    "$PY" -m workflow.campaign.parked restore --profile "$profile" --root "$PWD" || exit 2   # checkpoints parked in history
     clean=--require-clean
     [ "${ALLOW_DIRTY:-0}" = 1 ] && clean=
     setsid nohup "$PY" -m workflow campaign run --config "$CONFIG" --k "${K:-2}" --budget 0 --no-tests --no-bench $clean \
@@ -74,9 +81,13 @@ case "${1:-start}" in
     stop
     "$PY" -m workflow campaign status --config "$CONFIG"
     ;;
-  save)
-    stop
+  save|land)
+    # save: stop the runs, commit the results and park the checkpoints of unfinished runs (once, when a session stops);
+    # land: commit the results that have landed while the runs go on (no checkpoint)
+    [ "$1" = save ] && stop
     profile=$("$PY" -c "import yaml, sys; print(yaml.safe_load(open('$CONFIG'))['profile'])")
+    staged=$(git diff --cached --name-only -- . ":(exclude)results/runs/$profile" ":(exclude)results/campaign/$profile")
+    [ -z "$staged" ] || { echo "campaign: files outside the campaign's results are staged; commit or unstage them first:" >&2; echo "$staged" >&2; exit 2; }
     # each finished run whose weights stay out of git (full width): its membership row, kept in a record beside it
     # (RUN.json.membership, committed below) for the audit of the released models (python -m dirdp membership; a
     # record already made for the same weights, n, seed and code is kept; minutes a new full-width model)
@@ -86,16 +97,35 @@ case "${1:-start}" in
       "$PY" -m workflow membership "${unkept[@]}" \
         || echo "campaign: not every membership record was made (above); the results are saved regardless" >&2
     fi
+    "$PY" -m workflow.campaign.parked prune --profile "$profile" --root "$PWD"   # a run that landed leaves the ledger
+    ledger="results/campaign/$profile/parked.json"
     paths=("results/runs/$profile")
-    [ -n "$(ls -A "results/campaign/$profile" 2>/dev/null)" ] && paths+=("results/campaign/$profile")  # runner records
-    git add -A -- "${paths[@]}"   # results, released models, runner records, a finished run's deleted checkpoint
-    find "results/runs/$profile" -name '*.ckpt.pt' -print0 | xargs -0 -r git add -f --   # unfinished runs
-    "$PY" -c "import pathlib; from workflow.campaign.travel import over_size_cap as f; m = f(pathlib.Path.cwd()); m and print('campaign: warning: ' + m)" >&2
+    if [ "$1" = save ]; then
+      [ -n "$(ls -A "results/campaign/$profile" 2>/dev/null)" ] && paths+=("results/campaign/$profile")  # runner records
+    elif [ -e "$ledger" ] || git cat-file -e "HEAD:$ledger" 2>/dev/null; then
+      paths+=("$ledger")
+    fi
+    git add -A -- "${paths[@]}"   # results, released models, runner records, the ledger
+    [ "$1" = save ] && find "results/runs/$profile" -name '*.ckpt.pt' -print0 | xargs -0 -r git add -f --   # unfinished runs
+    what="results and checkpoints"; [ "$1" = land ] && what="results"
     if git diff --cached --quiet -- "${paths[@]}"; then
       echo "campaign: nothing new to commit"
     else
-      git commit -q -m "campaign ($profile): results and checkpoints as of $(date -u +%Y-%m-%dT%H:%MZ)" -- "${paths[@]}"
+      git commit -q -m "campaign ($profile): $what as of $(date -u +%Y-%m-%dT%H:%MZ)" -- "${paths[@]}"
       echo "campaign: committed $(git rev-parse --short HEAD)"
+    fi
+    if [ "$1" = save ]; then
+      # park: the checkpoints just committed leave the tree in the next commit, and the ledger says where they are
+      # (workflow.campaign.parked): history holds each once, no later tree carries it (nor a copy to a GPU node)
+      listed=$("$PY" -m workflow.campaign.parked record --profile "$profile" --root "$PWD") || exit 2
+      parked=(); [ -z "$listed" ] || mapfile -t parked <<< "$listed"
+      [ ${#parked[@]} -eq 0 ] || git rm -q --cached -- "${parked[@]}"
+      if [ -e "$ledger" ] || git cat-file -e "HEAD:$ledger" 2>/dev/null; then git add -A -- "$ledger"; fi
+      if ! git diff --cached --quiet; then
+        git commit -q -m "campaign ($profile): ${#parked[@]} checkpoint(s) of unfinished runs parked: out of the tree, in history at $(git rev-parse --short HEAD) ($ledger says where; start restores them)"
+        echo "campaign: parked ${#parked[@]} checkpoint(s): committed $(git rev-parse --short HEAD)"
+      fi
+      "$PY" -c "import pathlib; from workflow.campaign.travel import over_size_cap as f; m = f(pathlib.Path.cwd()); m and print('campaign: warning: ' + m)" >&2
     fi
     "$PY" -m workflow campaign status --config "$CONFIG"
     ;;
@@ -135,7 +165,7 @@ case "${1:-start}" in
     echo "campaign: committed $(git rev-parse --short HEAD): ${#changed[@]} files"
     ;;
   *)
-    echo "usage: bash scripts/campaign.sh [start|status|stop|save|tables RUN.json...]" >&2
+    echo "usage: bash scripts/campaign.sh [start|status|stop|save|land|tables RUN.json...]" >&2
     exit 2
     ;;
 esac

@@ -54,6 +54,7 @@ import io
 import json
 import math
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -229,22 +230,22 @@ def test_a_checkpoint_of_an_earlier_commit_ends_with_the_curves_that_commit_reco
         res["accuracy_curve"], exp["accuracy_curve"])
 
 
-COMMITTED = sorted((Path(__file__).resolve().parents[1] / "results" / "runs").glob("*/*/*.ckpt.pt"))
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = sorted((ROOT / "results" / "runs").glob("*/*/*.ckpt.pt"))
+PARKED = sorted((p.parent.name, result) for p in (ROOT / "results" / "campaign").glob("*/parked.json")
+                for result in json.loads(p.read_text())["parked"])
 
 
-@pytest.mark.parametrize("ckpt_path", COMMITTED, ids=[p.name for p in COMMITTED])
-def test_a_committed_checkpoint_is_the_run_its_profile_declares_there_and_loads(ckpt_path):
-    """The campaign's checkpoints committed in results/runs/ (its runs in flight) resume under this code: the run the
-    profile declares at that path, with the DAG's own train arguments, is the checkpoint's run (identity), and the
-    checkpoint's weights load into the model this code builds for it."""
+def _resumes_under_this_code(ckpt_path: Path, out: Path) -> dict:
+    """The checkpoint at ``ckpt_path`` is the run the profile declares at ``out``, with the DAG's train arguments
+    (identity), and its weights load into the model this code builds for it; returns the checkpoint."""
     from dirdp import methods
     from dirdp.cli import build_parser, parse
     from dirdp.data import get_spec
     from workflow.campaign import plan
 
-    out = ckpt_path.with_name(ckpt_path.name.removesuffix(".ckpt.pt"))
     profile = out.parts[-3]
-    prof = plan.load_profile(Path(__file__).resolve().parents[1] / "config" / f"{profile}.yaml")
+    prof = plan.load_profile(ROOT / "config" / f"{profile}.yaml")
     (job,) = [j for j in plan.plan(prof, results_root=out.parents[2]) if j.out == out]
     args = parse(build_parser(), ["train", *job.args])
     cfg = make_config(args.dataset, args.eps, args.seed, method=args.method, steps=args.steps, q=args.q,
@@ -255,3 +256,31 @@ def test_a_committed_checkpoint_is_the_run_its_profile_declares_there_and_loads(
     net = methods.get(cfg.method).build_model(cfg, get_spec(cfg.dataset))
     net.load_state_dict(ckpt["model"])
     assert 0 < ckpt["state"]["step"] < cfg.steps
+    return ckpt
+
+
+@pytest.mark.parametrize("ckpt_path", COMMITTED, ids=[p.name for p in COMMITTED])
+def test_a_committed_checkpoint_is_the_run_its_profile_declares_there_and_loads(ckpt_path):
+    """The campaign's checkpoints in results/runs/ (its runs in flight) resume under this code."""
+    _resumes_under_this_code(ckpt_path, ckpt_path.with_name(ckpt_path.name.removesuffix(".ckpt.pt")))
+
+
+@pytest.mark.parametrize("profile, result", PARKED, ids=[Path(r).name for _, r in PARKED])
+def test_a_parked_checkpoint_is_in_history_and_is_the_run_its_profile_declares_there(profile, result, tmp_path):
+    """Each checkpoint the ledger (results/campaign/<profile>/parked.json) says history holds is there, at the
+    bytes and step the ledger says, and resumes under this code (workflow.campaign.parked restores it at a start)."""
+    from workflow.campaign import parked
+
+    if (ROOT / ".git" / "shallow").exists():
+        pytest.skip("a shallow clone holds no history: git fetch --unshallow")
+    entry = parked.read(ROOT, profile)[result]
+    assert entry["checkpoint"] == result + ".ckpt.pt"
+    blob = subprocess.run(["git", "cat-file", "blob", entry["blob"]], cwd=ROOT, capture_output=True, check=True).stdout
+    assert len(blob) == entry["bytes"]
+    assert subprocess.run(["git", "rev-parse", f"{entry['commit']}:{entry['checkpoint']}"], cwd=ROOT,
+                          capture_output=True, text=True, check=True).stdout.strip() == entry["blob"]
+    out = tmp_path / result  # the same path under another root: the profile's run there
+    out.parent.mkdir(parents=True)
+    path = out.with_name(out.name + ".ckpt.pt")
+    path.write_bytes(blob)
+    assert _resumes_under_this_code(path, out)["state"]["step"] == entry["step"]

@@ -220,21 +220,24 @@ def test_tables_rewrites_no_file_time():
     assert "touch" not in code and "mtime" not in code and "--forcerun" in code and "train=false" in code
 
 
-def test_every_automated_commit_is_one_save_point_or_one_rebuild():
-    """`git commit` appears twice in what runs unattended: `save` (results, released models, runner records and the
-    checkpoints of unfinished runs, in one commit) and `tables` (what the DAG rebuilt); the runner never commits."""
+def test_every_automated_commit_is_a_landing_a_save_point_a_parking_or_a_rebuild():
+    """`git commit` appears three times in what runs unattended: the results (`land`, and `save` with the runner
+    records and the checkpoints of unfinished runs), the parking of those checkpoints (`save`: they leave the tree,
+    the ledger says where history holds them) and `tables` (what the DAG rebuilt); the runner never commits."""
     shell = re.compile(r"(?:^|&&|;|\|\||\()\s*git\s+(?:-[cC]\s+\S+\s+)*commit\b")  # a command, not prose
     python = re.compile(r"""["']git["'].*["']commit["']""")  # subprocess.run(["git", ..., "commit", ...])
     found = {}
     for path in [*REPO.glob("scripts/*.sh"), *REPO.glob(".ci/*"), *REPO.glob("dirdp/**/*.py"),
-                 *REPO.glob("rules/*.smk"), REPO / "Snakefile"]:
+                 *REPO.glob("workflow/**/*.py"), *REPO.glob("rules/*.smk"), REPO / "Snakefile"]:
         for line in path.read_text().splitlines():
             if (shell if path.suffix != ".py" else python).search(line) and not line.lstrip().startswith("#"):
                 found.setdefault(str(path.relative_to(REPO)), []).append(line.strip())
-    assert list(found) == ["scripts/campaign.sh"] and len(found["scripts/campaign.sh"]) == 2, found
-    save, tables = found["scripts/campaign.sh"]
-    assert 'results and checkpoints as of' in save and '-- "${paths[@]}"' in save
+    assert list(found) == ["scripts/campaign.sh"] and len(found["scripts/campaign.sh"]) == 3, found
+    results, parking, tables = found["scripts/campaign.sh"]
+    assert '$what as of' in results and '-- "${paths[@]}"' in results
+    assert "checkpoint(s) of unfinished runs parked" in parking
     assert "tables, figures and index downstream of" in tables
     script = (REPO / "scripts" / "campaign.sh").read_text()
-    body = script[script.index("  save)"):script.index("  tables)")]
-    assert 'git add -f' in body and "*.ckpt.pt" in body and body.count("git commit") == 1
+    body = script[script.index("  save|land)"):script.index("  tables)")]
+    assert 'git add -f' in body and "*.ckpt.pt" in body and "git rm -q --cached" in body
+    assert body.index("git add -f") < body.index(results) < body.index("parked record") < body.index(parking)

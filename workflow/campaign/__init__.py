@@ -9,9 +9,10 @@ resume and skip the same files; a run another process is training (its lock is h
 
 Two uses, one machinery (``python -m dirdp campaign run``):
 
-- **The CPU evidence campaign** (``scripts/campaign.sh start|status|stop|save|tables``): the cpu profile's runs in
+- **The CPU evidence campaign** (``scripts/campaign.sh start|status|stop|land|save|tables``): the cpu profile's runs in
   the background with no budget, one thread a run, K side by side; ``campaign status`` says where each run stands;
-  ``save`` commits the results and the checkpoints of unfinished runs; ``tables`` rebuilds what reads the runs that
+  ``land`` commits the results that landed; ``save`` commits them and parks the checkpoints of unfinished runs in
+  git history, out of the tree (:mod:`~workflow.campaign.parked`); ``tables`` rebuilds what reads the runs that
   landed (:mod:`~workflow.campaign.rebuild` asks Snakemake which rules those are).
 - **The GPU campaign** (``scripts/gpu_campaign.sh``): on one CUDA GPU, inside a budget (default 540 s), the CUDA
   test lane, the benchmark (``python -m workflow bench --campaign``), then the runs the benchmark's steps/s says can

@@ -126,8 +126,9 @@ def checkpoint_step(out: Path) -> int | None:
         return None
 
 
-def describe(job: Job) -> str:
-    """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued); for a
+def describe(job: Job, parked: dict | None = None) -> str:
+    """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued, or with a
+    checkpoint parked in git history: ``parked``, its entry of :mod:`workflow.campaign.parked`'s ledger); for a
     finished result of uncommitted code that the campaign trains again (``redo_dirty``), both."""
     if "--steps" in job.args:
         steps = int(job.args[job.args.index("--steps") + 1])
@@ -139,6 +140,8 @@ def describe(job: Job) -> str:
     where = "running" if is_running(job.out) else ("stopped" if step is not None else "queued")
     at = f"checkpoint at step {step}" if step is not None else "no checkpoint"
     at += f" of {steps}" if steps and step is not None else ""
+    if step is None and parked:
+        where, at = "parked", f"checkpoint at step {parked['step']} of {steps} in git ({parked['commit'][:12]}: start restores it)"
     if job.out.exists():
         rec = json.loads(job.out.read_text())
         wall = rec.get("wall_time_s") or 0
@@ -152,10 +155,13 @@ def describe(job: Job) -> str:
 
 def status(config: str | Path, *, workdir: str | Path | None = None) -> str:
     """Where every run of the profile's campaign stands, in its priority order."""
+    from workflow.campaign import parked
+
     profile = load_profile(config)
     work = Path(workdir) if workdir else REPO
     jobs = plan(profile, results_root=work / "results" / "runs", logs_root=work / "results" / "logs" / "runs")
+    ledger = parked.read(work, profile.name)
     done, redo = sum(j.done() for j in jobs), sum(j.out.exists() and not j.done() for j in jobs)
     again = f" ({redo} more finished by uncommitted code: trained again, redo_dirty)" if redo else ""
     return "\n".join([f"campaign of '{profile.name}' ({config}): {done} of {len(jobs)} runs finished{again}"]
-                     + [describe(j) for j in jobs])
+                     + [describe(j, ledger.get(str(j.out.relative_to(work)))) for j in jobs])
