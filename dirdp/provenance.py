@@ -81,21 +81,31 @@ def dirty(prov: dict) -> dict | None:
             "dirty_diff_sha256": prov.get("dirty_diff_sha256")}
 
 
-def device_name() -> str:
-    """The CUDA device's name when one is visible, else the CPU's."""
-    import torch
+def device_name(cpuinfo: str | None = None) -> str:
+    """The CUDA device's name when one is visible, else the CPU's, with its bf16 units where /proc/cpuinfo lists
+    them: one model name ("Intel(R) Xeon(R) Processor") covers machines whose bf16 step differs 4x, with AMX and
+    without ("cpu: Intel(R) Xeon(R) Processor (AMX)", "... (avx512_bf16, no AMX)", "... (no avx512_bf16)").
+    ``cpuinfo``: the text of /proc/cpuinfo (default: this machine's, and the CUDA device first)."""
+    if cpuinfo is None:
+        import torch
 
-    if torch.cuda.is_available():
-        return torch.cuda.get_device_name(0)
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"cpu: {cpu}"
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    cpu = flags = None  # the first processor's
+    for line in cpuinfo.splitlines():
+        if line.startswith("model name") and cpu is None:
+            cpu = line.split(":", 1)[1].strip()
+        if line.startswith("flags") and flags is None:
+            flags = set(line.split(":", 1)[1].split())
+    cpu = cpu or platform.processor() or platform.machine()
+    if flags is None:  # not an x86 Linux: no flags line to read
+        return f"cpu: {cpu}"
+    units = "AMX" if "amx_bf16" in flags else "avx512_bf16, no AMX" if "avx512_bf16" in flags else "no avx512_bf16"
+    return f"cpu: {cpu} ({units})"
 
 
 def collect(config: dict, *, wall_time_s: float | None = None, seed: int | None = None) -> dict:

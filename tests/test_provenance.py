@@ -110,3 +110,16 @@ def test_a_run_names_every_processor_it_trained_on_and_the_sessions_that_named_n
     # sessions recorded before `processor` was: the last session's is provenance.device, the others are counted
     old = [{"start_step": 0}, {"start_step": 136}, {"start_step": 1600}]
     assert devices({"device": intel, "sessions": old}) == f"{intel} (2 of 3 sessions unrecorded)"
+
+
+def test_the_cpu_is_named_with_its_bf16_units_since_one_model_name_covers_machines_4x_apart():
+    from dirdp.provenance import device_name
+
+    def info(model, flags):
+        return "".join(f"processor\t: {i}\nmodel name\t: {model}\nflags\t\t: {flags}\n\n" for i in range(2))
+
+    xeon = "Intel(R) Xeon(R) Processor"
+    assert device_name(info(xeon, "fpu avx512f avx512_bf16 amx_bf16 amx_tile")) == f"cpu: {xeon} (AMX)"
+    assert device_name(info(xeon, "fpu avx512f avx512_bf16")) == f"cpu: {xeon} (avx512_bf16, no AMX)"
+    assert device_name(info("AMD EPYC", "fpu avx2")) == "cpu: AMD EPYC (no avx512_bf16)"
+    assert device_name("model name\t: M1\n").startswith("cpu: M1") and "(" not in device_name("model name: M1\n")
