@@ -433,3 +433,22 @@ def test_snakemake_reads_the_campaigns_targets_as_targets_whatever_its_options(t
         assert args.targets == [str(j.out.relative_to(tmp_path)) for j in jobs]
         assert list(args.resources) == ["gpu"] and args.config == ["datasets=[mnist]"] and args.force == redo
         assert str(args.directory) == str(tmp_path) and args.nolock and args.keep_going
+
+
+def test_a_running_runs_status_line_gives_the_pace_its_progress_bar_logged(tmp_path, monkeypatch):
+    """campaign status: a run in progress says its log's last rate and estimate (tqdm's line, every 30 s)."""
+    from workflow.campaign import plan
+
+    log = tmp_path / "x.log"
+    assert plan.pace(log) is None  # no log yet
+    log.write_text("resumed from step 5821 of 9600\nalg1 mnist eps=inf w=1:  61%|      | 5821/9600 [00:00<?, ?step/s]")
+    assert plan.pace(log) is None  # no rate yet
+    with open(log, "a") as f:
+        f.write("\ralg1 mnist eps=inf w=1:  65%|######5   | 6223/9600 [15:09<2:14:46,  2.39s/step, loss=0.0002]"
+                "\ralg1 mnist eps=inf w=1:  71%|#######   | 6809/9600 [28:18<1:03:40,  1.37s/step, loss=0.0002]")
+    assert plan.pace(log) == "1.37 s/step, 1:03:40 to go"
+    prof = plan.load_profile(REPO / "config" / "cpu.yaml")
+    job = [j for j in plan.plan(prof, results_root=tmp_path / "runs") if "epsinf_seed0" in j.name and "w1" in j.name][0]
+    job.log = log
+    monkeypatch.setattr(plan, "is_running", lambda out: True)
+    assert "running    no checkpoint (1.37 s/step, 1:03:40 to go, its log)" in plan.describe(job)

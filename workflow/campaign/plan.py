@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -126,6 +127,27 @@ def checkpoint_step(out: Path) -> int | None:
         return None
 
 
+_TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<([\d:]+), +([\d.]+)s/step")
+
+
+def pace(log: Path) -> str | None:
+    """What a run's log (its progress bar, one line every 30 s) says of its pace: "1.37 s/step, 1:03:40 to go"
+    (tqdm's smoothed rate and estimate, which include the evaluations and slow down with other work on the
+    machine), or None when the log has no such line yet."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(0, 2)
+            f.seek(max(0, f.tell() - 4096))
+            tail = f.read().decode(errors="replace")
+    except OSError:
+        return None
+    found = _TQDM.findall(tail)
+    if not found:
+        return None
+    _done, _total, left, rate = found[-1]
+    return f"{float(rate):.2f} s/step, {left} to go"
+
+
 def describe(job: Job, parked: dict | None = None) -> str:
     """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued, or with a
     checkpoint parked in git history: ``parked``, its entry of :mod:`workflow.campaign.parked`'s ledger); for a
@@ -140,6 +162,8 @@ def describe(job: Job, parked: dict | None = None) -> str:
     where = "running" if is_running(job.out) else ("stopped" if step is not None else "queued")
     at = f"checkpoint at step {step}" if step is not None else "no checkpoint"
     at += f" of {steps}" if steps and step is not None else ""
+    if where == "running" and (now_at := pace(job.log)):
+        at += f" ({now_at}, its log)"
     if step is None and parked:
         where, at = "parked", f"checkpoint at step {parked['step']} of {steps} in git ({parked['commit'][:12]}: start restores it)"
     if job.out.exists():
