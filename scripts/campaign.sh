@@ -71,15 +71,15 @@ case "${1:-start}" in
     echo $! > "$PIDFILE"
     echo "campaign: runner $(cat "$PIDFILE") started; log $LOG"
     sleep 3
-    "$PY" -m workflow campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG" --workdir "$PWD"
     ;;
   status)
     running && echo "runner: pid $(cat "$PIDFILE")" || echo "runner: not running"
-    "$PY" -m workflow campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG" --workdir "$PWD"
     ;;
   stop)
     stop
-    "$PY" -m workflow campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG" --workdir "$PWD"
     ;;
   save|land)
     # save: stop the runs, commit the results and park the checkpoints of unfinished runs (once, when a session stops);
@@ -127,7 +127,7 @@ case "${1:-start}" in
       fi
       "$PY" -c "import pathlib; from workflow.campaign.travel import over_size_cap as f; m = f(pathlib.Path.cwd()); m and print('campaign: warning: ' + m)" >&2
     fi
-    "$PY" -m workflow campaign status --config "$CONFIG"
+    "$PY" -m workflow campaign status --config "$CONFIG" --workdir "$PWD"
     ;;
   tables)
     shift
