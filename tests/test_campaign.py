@@ -447,8 +447,11 @@ def test_a_running_runs_status_line_gives_the_pace_its_progress_bar_logged(tmp_p
         f.write("\ralg1 mnist eps=inf w=1:  65%|######5   | 6223/9600 [15:09<2:14:46,  2.39s/step, loss=0.0002]"
                 "\ralg1 mnist eps=inf w=1:  71%|#######   | 6809/9600 [28:18<1:03:40,  1.37s/step, loss=0.0002]")
     assert plan.pace(log) == "1.37 s/step, 1:03:40 to go"
+    with open(log, "a") as f:  # faster than a step a second, tqdm turns the rate round: 1.32 step/s is 0.76 s/step
+        f.write("\ralg1 mnist eps=inf w=1:  72%|#######   | 6931/9600 [29:50<56:02,  1.32step/s, loss=0.0002]")
+    assert plan.pace(log) == "0.76 s/step, 56:02 to go"
     prof = plan.load_profile(REPO / "config" / "cpu.yaml")
     job = [j for j in plan.plan(prof, results_root=tmp_path / "runs") if "epsinf_seed0" in j.name and "w1" in j.name][0]
     job.log = log
     monkeypatch.setattr(plan, "is_running", lambda out: True)
-    assert "running    no checkpoint (1.37 s/step, 1:03:40 to go, its log)" in plan.describe(job)
+    assert "running    no checkpoint (0.76 s/step, 56:02 to go, its log)" in plan.describe(job)

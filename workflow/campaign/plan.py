@@ -127,7 +127,8 @@ def checkpoint_step(out: Path) -> int | None:
         return None
 
 
-_TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<([\d:]+), +([\d.]+)s/step")
+# tqdm writes the rate as "1.37s/step" below one step a second and as "1.32step/s" above it
+_TQDM = re.compile(r"(\d+)/(\d+) \[[\d:]+<([\d:]+), +([\d.]+)(s/step|step/s)")
 
 
 def pace(log: Path) -> str | None:
@@ -144,8 +145,9 @@ def pace(log: Path) -> str | None:
     found = _TQDM.findall(tail)
     if not found:
         return None
-    _done, _total, left, rate = found[-1]
-    return f"{float(rate):.2f} s/step, {left} to go"
+    _done, _total, left, rate, unit = found[-1]
+    s_per_step = float(rate) if unit == "s/step" else 1 / float(rate)
+    return f"{s_per_step:.2f} s/step, {left} to go"
 
 
 def describe(job: Job, parked: dict | None = None) -> str:
