@@ -12,8 +12,9 @@ each on the same fixed batch of 250 MNIST-shaped images (C = 1, noise multiplier
 - ``torch.func fp32`` / ``torch.func bf16``: per-example gradients with ``vmap(grad(...))`` over the batch, clipped,
   summed and noised by hand (what Opacus does, without its hooks).
 
-A variant that fails says why in its row. The decision it serves: if the fastest DP-SGD step is within 3x of
-Algorithm 1's, DP-SGD can be trained at full width beside Algorithm 1 on these CPUs.
+A variant that fails says why in its row. The decision it serves (``workflow.report.step_cost.decision``): if the
+fastest DP-SGD step is within 3x of Algorithm 1's, DP-SGD can be trained at full width beside Algorithm 1 on these
+CPUs. notebooks/dpsgd_step_cost.ipynb draws the bench (figures/<profile>/dpsgd_step_cost.png).
 
     python benchmarks/bench_dpsgd.py --json-out results/cpu/bench_dpsgd_full_width.json   # ~15 min, 1 thread
 """
@@ -167,8 +168,10 @@ def main(argv=None) -> int:
         if "error" not in r:
             print(f"{r['variant']:26s} {r['median_s_per_step']:8.2f} s/step  {r['over_algorithm1']:5.2f}x Algorithm 1")
     if fastest:
+        from workflow.report.step_cost import WITHIN
+
         print(f"fastest DP-SGD: {fastest['variant']}, {fastest['over_algorithm1']:.2f}x Algorithm 1's step "
-              f"({'within' if fastest['over_algorithm1'] <= 3 else 'over'} 3x)")
+              f"({'within' if fastest['over_algorithm1'] <= WITHIN else 'over'} {WITHIN:g}x)")
     load = meter.stop()
     if args.json_out:
         from pathlib import Path

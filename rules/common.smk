@@ -218,6 +218,11 @@ FIXED_TARGETS += BN_TARGETS
 PV_TARGETS = ([f"{RES}/precision_validation.csv", f"{FIG}/precision_validation.pdf"]
               if {Run("mnist", 1.0, 0, precision=p).path(PROFILE.name) for p in (None, "bf16")} <= set(RUNS) else [])
 FIXED_TARGETS += PV_TARGETS
+# The DP-SGD step cost is drawn where the profile has a DP-SGD step bench (results/<profile>/bench_dpsgd*.json: made by
+# python benchmarks/bench_dpsgd.py, by hand, on a quiet machine; the DAG reads it and never makes it).
+DPSGD_BENCHES = sorted(str(p) for p in Path(RES).glob("bench_dpsgd*.json"))
+DPSGD_COST_TARGETS = [f"{RES}/dpsgd_step_cost.csv", f"{FIG}/dpsgd_step_cost.pdf"] if DPSGD_BENCHES else []
+FIXED_TARGETS += DPSGD_COST_TARGETS
 
 
 # `snakemake --report results/<profile>/report.html`: Snakemake's self-contained HTML report of the outputs flagged

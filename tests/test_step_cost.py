@@ -1,0 +1,80 @@
+"""The DP-SGD step cost (workflow.report.step_cost, notebooks/dpsgd_step_cost.ipynb): a bench record's rows, the
+full-width decision, the figure, and that the cpu profile follows its committed bench."""
+
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from dirdp import methods  # noqa: E402
+from workflow import experiments  # noqa: E402
+from workflow.report import step_cost  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bench(dpsgd_s: float, *, failed: bool = False) -> dict:
+    rows = [dict(variant="alg1 bf16+cl (BatchNorm)", median_s_per_step=2.0, over_algorithm1=1.0, times_s=[2.1, 2.0, 1.9]),
+            dict(variant="opacus hooks bf16", median_s_per_step=dpsgd_s, over_algorithm1=dpsgd_s / 2.0,
+                 times_s=[dpsgd_s, dpsgd_s, dpsgd_s])]
+    if failed:
+        rows.append(dict(variant="opacus ghost bf16", error="RuntimeError: no bf16 here"))
+    return dict(rows=rows, reference="alg1 bf16+cl (BatchNorm)", fastest_dpsgd="opacus hooks bf16",
+                provenance=dict(device="cpu: test", config=dict(threads=1, width=1.0, batch=250)))
+
+
+def test_rows_give_the_ratio_the_run_hours_and_why_a_variant_failed():
+    t = step_cost.table(_bench(7.0, failed=True), steps=9600, source="b.json")
+    assert list(t.family) == [step_cost.ALG1, step_cost.DPSGD, step_cost.DPSGD]
+    hooks = t[t.variant == "opacus hooks bf16"].iloc[0]
+    assert hooks.over_algorithm1 == 3.5 and hooks.fastest_dpsgd
+    assert hooks.run_hours == pytest.approx(7.0 * 9600 / 3600)  # 18.7 h of steps
+    ghost = t[t.variant == "opacus ghost bf16"].iloc[0]
+    assert math.isnan(ghost.median_s) and ghost.error.startswith("RuntimeError") and ghost.times_s == ""
+
+
+@pytest.mark.parametrize("dpsgd_s, width", [(5.9, "full"), (6.0, "full"), (6.1, "reduced")])
+def test_full_width_only_within_three_algorithm_1_steps(dpsgd_s, width):
+    assert step_cost.decision(step_cost.table(_bench(dpsgd_s), steps=9600)) == (width, pytest.approx(dpsgd_s / 2))
+
+
+def test_no_dpsgd_variant_that_ran_means_reduced_width():
+    rec = _bench(5.0)
+    rec["rows"][1] = dict(variant="opacus hooks bf16", error="ImportError: opacus")
+    assert step_cost.decision(step_cost.table(rec, steps=9600)) == ("reduced", None)
+
+
+def test_a_bench_without_algorithm_1_is_refused_with_what_to_do():
+    rec = _bench(5.0)
+    rec["rows"] = rec["rows"][1:]
+    with pytest.raises(ValueError, match="no Algorithm-1 step timed.*bench_dpsgd.py"):
+        step_cost.table(rec, steps=9600, source="b.json")
+
+
+def test_the_figure_marks_algorithm_1_and_the_threshold():
+    fig, ax = plt.subplots()
+    step_cost.draw(ax, step_cost.table(_bench(7.0, failed=True), steps=9600), steps=9600)
+    lines = sorted(line.get_xdata()[0] for line in ax.get_lines())
+    assert lines == [2.0, 2.0 * step_cost.WITHIN]  # Algorithm 1's step and 3x it
+    assert len(ax.patches) == 2  # a bar per variant that ran; the failed one is named instead
+    assert any("did not run: RuntimeError" in t.get_text() for t in ax.texts)
+    assert any(t.get_text() == "3.50x, 18.7 h" for t in ax.texts)
+    plt.close(fig)
+
+
+def test_the_cpu_profile_follows_its_committed_bench():
+    """Table 4's DP-SGD runs at full width only where the newest committed bench says its step allows it."""
+    benches = sorted((REPO / "results" / "cpu").glob("bench_dpsgd*.json"))
+    assert benches, "results/cpu/bench_dpsgd*.json: the decision's evidence is committed"
+    width, ratio = step_cost.decision(step_cost.table(json.loads(benches[-1].read_text()), steps=9600))
+    prof = experiments.Profile.load(REPO / "config" / "cpu.yaml")
+    widths = {r.width or prof.width for r in prof.all_runs().values()
+              if r.method == methods.DPSGD and r.dataset == "fashionmnist"}
+    assert widths, "the cpu profile runs Table 4's DP-SGD row"
+    if width == "reduced":
+        assert max(widths) < 1, f"the bench says {ratio:.2f}x Algorithm 1's step: no DP-SGD run at full width"

@@ -1,0 +1,89 @@
+"""What one DP-SGD step costs beside Algorithm 1's at the paper's width, and the decision it drives.
+
+A DP-SGD step bench (``results/<profile>/bench_dpsgd*.json``, ``python benchmarks/bench_dpsgd.py``) times, on one
+fixed batch of 250 images, Algorithm 1 as the campaign trains it (the reference of every ratio) and every DP-SGD
+implementation available here (Opacus' hooks, its fast gradient clipping, per-example gradients by ``torch.func``;
+fp32 and bf16). :func:`table` turns one bench into rows (one per variant: its median and each timed step, the ratio
+to Algorithm 1, what the paper's T such steps would take, or why the variant failed); :func:`decision` applies the
+rule of the cpu profile: where the fastest DP-SGD step is within :data:`WITHIN` times Algorithm 1's, DP-SGD trains at
+the paper's width beside Algorithm 1, else Table 4's DP-SGD row trains at a reduced width. :func:`draw` is the figure
+``notebooks/dpsgd_step_cost.ipynb`` saves.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+WITHIN = 3.0  # DP-SGD trains at full width where its fastest step is at most this many Algorithm-1 steps
+ALG1, DPSGD = "Algorithm 1", "DP-SGD"
+
+
+def family(variant: str) -> str:
+    """``Algorithm 1`` for the bench's Algorithm-1 variants (``alg1 ...``), ``DP-SGD`` for every other."""
+    return ALG1 if variant.startswith("alg1") else DPSGD
+
+
+def table(rec: dict, *, steps: int, source: str = "") -> pd.DataFrame:
+    """One row per variant of bench record ``rec``: ``family``, ``median_s`` (s/step), ``over_algorithm1``,
+    ``run_hours`` (``steps`` such steps, the steps alone: no evaluation, no checkpoint), ``times_s`` (every timed step,
+    ``;``-joined), ``fastest_dpsgd`` and ``error`` (why a variant did not run; its numbers are then empty); with the
+    bench's device and threads, and ``source`` (its file)."""
+    prov, cfg = rec["provenance"], rec["provenance"]["config"]
+    rows = []
+    for r in rec["rows"]:
+        failed = r.get("median_s_per_step") is None
+        rows.append(dict(
+            source=source, device=prov["device"], threads=cfg["threads"], width=cfg["width"], batch=cfg["batch"],
+            variant=r["variant"], family=family(r["variant"]),
+            median_s=math.nan if failed else r["median_s_per_step"],
+            over_algorithm1=math.nan if failed else r["over_algorithm1"],
+            run_hours=math.nan if failed else r["median_s_per_step"] * steps / 3600,
+            times_s="" if failed else ";".join(f"{t:.4f}" for t in r["times_s"]),
+            fastest_dpsgd=r["variant"] == rec.get("fastest_dpsgd"), error=r.get("error", "")))
+    if not rows or ALG1 not in {r["family"] for r in rows if not r["error"]}:
+        raise ValueError(f"{source or 'bench record'}: no Algorithm-1 step timed, so no ratio to read "
+                         "(rerun python benchmarks/bench_dpsgd.py)")
+    return pd.DataFrame(rows)
+
+
+def decision(t: pd.DataFrame) -> tuple[str, float | None]:
+    """``("full", ratio)`` where the fastest DP-SGD step of bench table ``t`` is within :data:`WITHIN` times
+    Algorithm 1's, ``("reduced", ratio)`` where it is over, ``("reduced", None)`` where no DP-SGD variant ran."""
+    dp = t[(t.family == DPSGD) & t.over_algorithm1.notna()]
+    if dp.empty:
+        return "reduced", None
+    ratio = float(dp.over_algorithm1.min())
+    return ("full" if ratio <= WITHIN else "reduced"), ratio
+
+
+def draw(ax, t: pd.DataFrame, *, steps: int) -> None:
+    """One bench on ``ax``: a bar per variant (median s/step, a dot per timed step), Algorithm 1 blue, DP-SGD orange,
+    the fastest DP-SGD hatched; the dotted line at Algorithm 1's step and the dashed one at :data:`WITHIN` times it
+    (the decision); each bar labelled with its ratio and the hours of ``steps`` such steps; a failed variant named
+    with its error in place of a bar."""
+    t = t.reset_index(drop=True)
+    ref = float(t[(t.family == ALG1) & (t.over_algorithm1 == 1.0)].median_s.iloc[0])
+    y = range(len(t))[::-1]  # the bench's order, top down
+    for yi, r in zip(y, t.itertuples()):
+        color = "tab:blue" if r.family == ALG1 else "tab:orange"
+        if r.error:
+            ax.text(ref * 0.05, yi, f"did not run: {r.error[:60]}", va="center", fontsize=7, color="tab:red")
+            continue
+        ax.barh(yi, r.median_s, color=color, alpha=0.85, hatch="//" if r.fastest_dpsgd else None,
+                edgecolor="black" if r.fastest_dpsgd else color)
+        times = [float(s) for s in r.times_s.split(";") if s]
+        ax.scatter(times, [yi] * len(times), color="black", s=8, zorder=3)
+        ax.annotate(f"{r.over_algorithm1:.2f}x, {r.run_hours:.1f} h", (max(times + [r.median_s]), yi),
+                    textcoords="offset points", xytext=(5, 0), va="center", fontsize=8)
+    ax.axvline(ref, color="tab:blue", ls=":", lw=1.2, label="Algorithm 1's step (1x)")
+    ax.axvline(WITHIN * ref, color="tab:red", ls="--", lw=1.2,
+               label=f"{WITHIN:g}x Algorithm 1: DP-SGD at full width only left of this line")
+    ax.set_yticks(list(y), [f"{v}{' (fastest DP-SGD)' if f else ''}" for v, f in zip(t.variant, t.fastest_dpsgd)])
+    ax.set_xlim(0, float(t.median_s.max()) * 1.45)
+    r0 = t.iloc[0]
+    ax.set(xlabel=f"seconds per step (bar: the median; dots: each timed step)\n"
+                  f"label: the median over Algorithm 1's, and T = {steps:,} such steps in hours",
+           title=f"{r0.device}, {r0.threads} thread(s), Inception {r0.width:g}x, batch {r0.batch}")
+    ax.legend(loc="upper right", fontsize=8)  # beside the Algorithm-1 bars, the shortest
