@@ -16,13 +16,15 @@ import math
 
 import pandas as pd
 
+from dirdp import methods
+
 WITHIN = 3.0  # DP-SGD trains at full width where its fastest step is at most this many Algorithm-1 steps
-ALG1, DPSGD = "Algorithm 1", "DP-SGD"
+ALG1, DPSGD = methods.label(methods.ALG1), methods.label(methods.DPSGD)  # the two families of the bench's variants
 
 
 def family(variant: str) -> str:
-    """``Algorithm 1`` for the bench's Algorithm-1 variants (``alg1 ...``), ``DP-SGD`` for every other."""
-    return ALG1 if variant.startswith("alg1") else DPSGD
+    """:data:`ALG1` for the bench's Algorithm-1 variants (named ``alg1 ...``), :data:`DPSGD` for every other."""
+    return ALG1 if variant.startswith(methods.ALG1) else DPSGD
 
 
 def table(rec: dict, *, steps: int, source: str = "") -> pd.DataFrame:
