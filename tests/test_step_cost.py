@@ -1,6 +1,7 @@
 """The DP-SGD step cost (workflow.report.step_cost, notebooks/dpsgd_step_cost.ipynb): a bench record's rows, the
 full-width decision, the figure, and that the cpu profile follows its committed bench."""
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -11,7 +12,6 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from dirdp import methods  # noqa: E402
 from workflow import experiments  # noqa: E402
 from workflow.report import step_cost  # noqa: E402
 
@@ -71,10 +71,16 @@ def test_the_cpu_profile_follows_its_committed_bench():
     """Table 4's DP-SGD runs at full width only where the newest committed bench says its step allows it."""
     benches = sorted((REPO / "results" / "cpu").glob("bench_dpsgd*.json"))
     assert benches, "results/cpu/bench_dpsgd*.json: the decision's evidence is committed"
-    width, ratio = step_cost.decision(step_cost.table(json.loads(benches[-1].read_text()), steps=9600))
+    t = step_cost.table(json.loads(benches[-1].read_text()), steps=9600, source=benches[-1].name)
     prof = experiments.Profile.load(REPO / "config" / "cpu.yaml")
-    widths = {r.width or prof.width for r in prof.all_runs().values()
-              if r.method == methods.DPSGD and r.dataset == "fashionmnist"}
-    assert widths, "the cpu profile runs Table 4's DP-SGD row"
-    if width == "reduced":
-        assert max(widths) < 1, f"the bench says {ratio:.2f}x Algorithm 1's step: no DP-SGD run at full width"
+    assert step_cost.profile_widths(prof), "the cpu profile runs Table 4's DP-SGD row"
+    assert "cpu: Table 4's DP-SGD row at width(s)" in step_cost.check_profile(prof, t)
+
+
+def test_a_profile_training_dpsgd_at_full_width_against_its_bench_is_refused():
+    prof = experiments.Profile.load(REPO / "config" / "cpu.yaml")
+    prof = dataclasses.replace(prof, training={**prof.training, "width": 1.0})  # DP-SGD at the paper's width
+    slow, fast = (step_cost.table(_bench(s), steps=9600, source="b.json") for s in (8.0, 5.0))
+    with pytest.raises(ValueError, match=r"at width\(s\) 1x; the bench \(b.json\) allows reduced width .*4.00x"):
+        step_cost.check_profile(prof, slow)
+    assert "allows full width (fastest DP-SGD step 2.50x" in step_cost.check_profile(prof, fast)

@@ -60,6 +60,26 @@ def decision(t: pd.DataFrame) -> tuple[str, float | None]:
     return ("full" if ratio <= WITHIN else "reduced"), ratio
 
 
+def profile_widths(prof) -> list[float]:
+    """The widths at which profile ``prof`` (a :class:`workflow.experiments.Profile`) trains Table 4's DP-SGD row
+    (FashionMNIST); a run without a width of its own has the profile's."""
+    return sorted({r.width or prof.width for r in prof.all_runs().values()
+                   if r.method == methods.DPSGD and r.dataset == "fashionmnist"})
+
+
+def check_profile(prof, t: pd.DataFrame) -> str:
+    """What the profile does beside what bench table ``t`` allows, in one line; raises ValueError where the profile
+    trains DP-SGD at full width although the bench puts its step over :data:`WITHIN` Algorithm-1 steps."""
+    width, ratio = decision(t)
+    widths = profile_widths(prof)
+    said = (f"{prof.name}: Table 4's DP-SGD row at width(s) {', '.join(f'{w:g}x' for w in widths) or 'none'}; the "
+            f"bench ({t.source.iloc[0] or 'record'}) allows {width} width"
+            + (f" (fastest DP-SGD step {ratio:.2f}x Algorithm 1's)" if ratio is not None else " (no DP-SGD step ran)"))
+    if width == "reduced" and widths and max(widths) >= 1:
+        raise ValueError(said + ": train it at a reduced width (config/<profile>.yaml) or bench again")
+    return said
+
+
 def draw(ax, t: pd.DataFrame, *, steps: int) -> None:
     """One bench on ``ax``: a bar per variant (median s/step, a dot per timed step), Algorithm 1 blue, DP-SGD orange,
     the fastest DP-SGD hatched; the dotted line at Algorithm 1's step and the dashed one at :data:`WITHIN` times it
