@@ -436,7 +436,7 @@ def test_the_accuracy_prose_says_what_the_full_width_rows_decide_and_nothing_mor
                    if r.method == "alg1" and r.width == 1.0 and r.norm is None)
     have = {(r.dataset, float(r.eps), r.precision): int(r.n) for r in full.itertuples()}
     in_progress = any(have.get(cell, 0) < n for cell, n in plan.items())
-    assert plan and ("are the CPU campaign in progress" in bullet) == in_progress, (plan, have)
+    assert plan and ("wait in the CPU campaign's queue" in bullet) == in_progress, (plan, have)
 
 
 AUDIT_ROWS = REPO / "results" / "cpu" / "audit_released_models.csv"
