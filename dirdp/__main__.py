@@ -58,6 +58,8 @@ def _train(args) -> int:
         cfg = make_config(args.dataset, args.eps, args.seed, method=args.method, max_grad_norm=args.max_grad_norm,
                           steps=args.steps, q=args.q, alpha=args.alpha,
                           delta=args.delta, lr=args.lr, optimizer=args.optimizer, model=args.model, width=args.width, norm=args.norm,
+                          conv_bias=args.conv_bias or None, canaries=args.canaries or None,
+                          canary_seed=args.canary_seed if args.canaries else None,
                           train_subset=args.train_subset, augment=args.augment, device=args.device, bf16=args.bf16,
                           channels_last=args.channels_last, eval_every=args.eval_every, log_every=args.log_every,
                           checkpoint_every=args.checkpoint_every)

@@ -119,7 +119,18 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--norm", choices=["batch", "group"],
                    help="normalisation layers: batch (BatchNorm, the paper's models; default) or group (GroupNorm: no "
                         "example's output depends on another's; DP-SGD always uses it)")
+    g.add_argument("--conv-bias", action="store_true",
+                   help="a bias on every convolution, drawn as the paper's footnote 2 says (default: bias-free "
+                        "convolutions, each followed by a normalisation layer)")
     g.add_argument("--train-subset", type=int, help="train on a seeded random subset of this size (default: all)")
+    a = p.add_argument_group("the one-run audit (Steinke, Nasr and Jagielski 2023)")
+    a.add_argument("--canaries", type=int, default=0,
+                   help="m canaries (8-bit images of the other grayscale data set, random labels), each added to the "
+                        "training set with probability 1/2; the result JSON gets their white- and black-box scores "
+                        "(default: 0, none)")
+    a.add_argument("--canary-seed", type=int, default=0,
+                   help="which canaries, their labels and which are trained on (kept apart from --seed, so that two "
+                        "methods can be audited on the same canaries)")
     g.add_argument("--no-augment", dest="augment", action="store_const", const=False,
                    help="no CIFAR-10 augmentation (default: augment CIFAR-10 only)")
     d = p.add_argument_group("execution")

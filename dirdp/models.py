@@ -24,7 +24,7 @@ def _c(channels: int, width: float) -> int:
 
 
 class ConvBNReLU(nn.Sequential):
-    """Conv (no bias) -> BatchNorm -> ReLU."""
+    """Conv (no bias; ``build_model(..., conv_bias=True)`` adds one) -> BatchNorm -> ReLU."""
 
     def __init__(self, c_in: int, c_out: int, kernel: int, stride: int = 1, padding: int | str = "same"):
         if padding == "same":
@@ -227,11 +227,31 @@ def norm_of(model: nn.Module) -> str:
 MODELS = {"inception": SmallInception, "resnet18": ResNet18, "resnet9": ResNet9, "papernot_cnn": PapernotCNN}
 
 
+def add_conv_biases(model: nn.Module) -> nn.Module:
+    """``model`` (in place) with a bias on every ``nn.Conv2d`` that has none, drawn as the paper's footnote 2 says:
+    uniform on (-1/sqrt(k), 1/sqrt(k)), k = in_channels / groups * kernel area the inputs per output neuron, which
+    is PyTorch's own default for a convolution's bias. The biases are drawn from the global generator in module
+    order (``model.modules()``) after the model is built, so the weights (and every other parameter) are bit for
+    bit those of the bias-free model of the same seed; only the generator's later state differs. A convolution that
+    already has a bias (the Papernot CNN's) keeps it and draws nothing."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d) and m.bias is None:
+            fan_in = (m.in_channels // m.groups) * math.prod(m.kernel_size)
+            bound = 1.0 / math.sqrt(fan_in)
+            bias = torch.empty(m.out_channels, dtype=m.weight.dtype, device=m.weight.device)
+            with torch.no_grad():
+                bias.uniform_(-bound, bound)
+            m.bias = nn.Parameter(bias)  # registered where Conv2d keeps its (None) bias: right after the weight
+    return model
+
+
 def build_model(name: str, *, num_classes: int, in_channels: int, width: float = 1.0,
-                image_size: int | None = None, norm: str = "batch") -> nn.Module:
+                image_size: int | None = None, norm: str = "batch", conv_bias: bool = False) -> nn.Module:
     """The model called ``name`` (one of :data:`MODELS`) with default PyTorch initialisation.
     ``image_size`` matters only for the Papernot CNN (its flattened size; default 28); ``norm`` = "group"
-    replaces every BatchNorm by GroupNorm (:func:`to_group_norm`)."""
+    replaces every BatchNorm by GroupNorm (:func:`to_group_norm`); ``conv_bias``: a bias on every convolution
+    (the paper's footnote 2), drawn after the model is built, so its weights are the bias-free model's of the same
+    seed (:func:`add_conv_biases`)."""
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {', '.join(NORMS)}. Found norm={norm!r}.")
     try:
@@ -242,4 +262,6 @@ def build_model(name: str, *, num_classes: int, in_channels: int, width: float =
         raise ValueError(f"width must be > 0. Found width={width}.")
     extra = {"image_size": image_size} if (cls is PapernotCNN and image_size) else {}
     net = cls(num_classes=num_classes, in_channels=in_channels, width=width, **extra)
-    return to_group_norm(net) if norm == "group" else net
+    if norm == "group":
+        net = to_group_norm(net)  # draws nothing: GroupNorm starts at (1, 0)
+    return add_conv_biases(net) if conv_bias else net

@@ -34,7 +34,7 @@ METHODS = methods.DESCRIPTIONS
 
 # fields RunConfig gained after runs were made: at their default they stay out of the identity, so that a
 # checkpoint or result of an earlier commit (which has no such field) is still the same run
-ADDED_LATER = {"norm": "batch"}
+ADDED_LATER = {"norm": "batch", "conv_bias": False, "canaries": 0, "canary_seed": 0}
 
 
 @dataclass(frozen=True)
@@ -65,6 +65,9 @@ class RunConfig:
     log_every: int = 50
     checkpoint_every: int = 200
     norm: str = "batch"  # "group": every BatchNorm replaced by GroupNorm (dirdp.models.NORMS); DP-SGD always is
+    conv_bias: bool = False  # a bias on every convolution, initialised as the paper's footnote 2 (PyTorch's default)
+    canaries: int = 0  # the one-run audit (dirdp.canaries): m canaries, each trained on with probability 1/2
+    canary_seed: int = 0  # which canaries, their labels and which of them are trained on (not the run's seed)
 
     @property
     def private(self) -> bool:
@@ -140,6 +143,11 @@ def _validated(cfg: RunConfig) -> RunConfig:
     need(0 < cfg.max_grad_norm < math.inf, "max_grad_norm", "> 0 and finite")
     need(cfg.model in MODELS or cfg.model in methods.NON_IMAGE_MODELS, "model", f"one of {', '.join(MODELS)}")
     need(cfg.norm in NORMS, "norm", f"one of {', '.join(NORMS)}")
+    need(cfg.canaries >= 0, "canaries", "0 (no canaries) or more")
+    need(cfg.canaries == 0 or getattr(methods.SPECS.get(cfg.method), "images", True), "canaries",
+         f"0 for {methods.LABELS.get(cfg.method)} (the one-run audit inserts images)")
+    need(not cfg.conv_bias or getattr(methods.SPECS.get(cfg.method), "images", True), "conv_bias",
+         f"False for {methods.LABELS.get(cfg.method)} (its modules are not the image models)")
     need(cfg.norm == "batch" or getattr(methods.SPECS.get(cfg.method), "images", True), "norm",
          f"batch for {methods.LABELS.get(cfg.method)} (its modules have no normalisation layer)")
     try:
@@ -159,6 +167,10 @@ def load_data(cfg: RunConfig, data_root=None) -> dict[str, Split]:
         g = torch.Generator().manual_seed(cfg.seed)
         keep = torch.randperm(len(splits["train"]), generator=g)[: cfg.train_subset]
         splits["train"] = Split(splits["train"].x[keep], splits["train"].y[keep])
+    if cfg.canaries:  # the one-run audit: the canaries drawn to be trained on join the training split, after it
+        from dirdp.canaries import with_canaries
+
+        splits["train"] = with_canaries(splits["train"], cfg, data_root)
     return {k: v.to(cfg.device) for k, v in splits.items()}
 
 
@@ -196,7 +208,10 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
             learner.load_state_dict(ckpt)
             state = ckpt["state"]
             print(f"resumed from step {state['step']} of {cfg.steps} ({ckpt_path})", file=sys.stderr, flush=True)
-        state = state if state is not None else loop.new_state()
+        if state is None:
+            state = loop.new_state()
+            if cfg.canaries:  # theta_0 as trained from, for the one-run audit's check of the theta_0 it rebuilds
+                state["theta0_sha256"] = loop.params_sha256(learner.net)
         state.setdefault("sessions", []).append(_session(state["step"], prov, device))
 
         def checkpoint(state):
@@ -210,6 +225,10 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
             raise Interrupted(out, stopped.step, cfg.steps) from None
         wall += getattr(learner, "setup_s", 0.0)  # LATENT: the release of every record before its first step
         fields = method.result_fields(cfg, learner, noise, state, wall)
+        if cfg.canaries:  # the one-run audit's record: each canary's scores from theta_0 and theta_T
+            from dirdp.canaries import run_record
+
+            one_run = run_record(cfg, learner.net, lambda: method.build_model(cfg, spec), data_root, state)
     result = dict(
         dataset=cfg.dataset, method=cfg.method, model=fields["model"], width=cfg.width,
         width_label=fields["width_label"], norm=fields.get("norm") or norm_of(learner.net), eps_target=cfg.eps,
@@ -222,6 +241,8 @@ def _train(cfg: RunConfig, out: Path, noise, *, data, data_root, progress: bool,
         params_sha256=fields["params_sha256"],
         provenance=dict(prov, wall_time_s=round(wall, 3), sessions=state["sessions"]),
     )
+    if cfg.canaries:
+        result["one_run"] = one_run
     _write_result(result, out)
     if fields["params_sha256"] is not None:
         torch.save(learner.net.state_dict(), weights_path(out))

@@ -176,3 +176,39 @@ rule audit_paper_model:
         ENV
     shell:
         "{params.cmd}"
+
+
+rule audit_one_run:
+    """The one-run audit (Steinke, Nasr and Jagielski 2023; workflow.audit.one_run) of the profile's runs with canaries
+    (audit_one_run: runs; each trained by the train rule with its canaries' scores in its result JSON): the epsilon
+    lower bound of the white-box and black-box scores over the profile's grid of guesses, against each run's own
+    add/remove claim; DP-SGD on the same canaries is the control."""
+    input:
+        deps(
+            "notebooks/audit_one_run.ipynb",
+            CODE,
+            run_inputs(sorted(ONE_RUN_RUNS)),
+        ),
+    output:
+        *report_outputs(
+            [
+                f"{RES}/audit_one_run.csv",
+                f"{FIG}/audit_one_run.png",
+                f"{FIG}/audit_one_run.pdf",
+                f"{NB}/audit_one_run.ipynb",
+            ],
+            "audit_one_run",
+            AUDIT,
+            "One-run audit",
+            "the one-run audit of real trainings",
+        ),
+    log:
+        f"{NB_LOGS}/audit_one_run.log",
+    params:
+        cmd=papermill("audit_one_run", {"profile": PROFILE.name, "runs": sorted(ONE_RUN_RUNS),
+                                        "ks": (config.get("audit_one_run") or {}).get("ks", [20, 50, 100]),
+                                        "confidence": (config.get("audit_one_run") or {}).get("confidence", 0.95)}),
+    conda:
+        ENV
+    shell:
+        "{params.cmd}"

@@ -16,7 +16,7 @@ from snakemake.settings.types import DeploymentMethod
 
 from dirdp import methods
 from workflow.experiments import OBJECTS, Profile, Run
-from workflow.missing_data import missing_data_message
+from workflow.missing_data import missing_data, missing_data_message, present_data
 from workflow.report import OBJECT_NOTEBOOK, profile_run_paths
 
 
@@ -46,7 +46,9 @@ FIG = f"figures/{PROFILE.name}"
 NB = f"{RES}/notebooks"
 LOGS = "results/logs"
 NB_LOGS = f"{LOGS}/{PROFILE.name}"
-RUNS = PROFILE.all_runs()  # result path -> Run
+RUNS = PROFILE.all_runs()  # result path -> Run: the paper objects' runs
+ONE_RUN_RUNS = PROFILE.one_run_runs()  # the one-run audit's runs (with canaries): trained alike, read by its rule alone
+TRAIN_RUNS = {**RUNS, **ONE_RUN_RUNS}  # what the train rule makes
 # the order the profile trains its runs in (its `campaign: queue`, then every other run seed by seed): each train job's
 # Snakemake priority, the first run's the highest, so that any command training several (the DAG, a campaign) starts
 # them in that order
@@ -118,8 +120,8 @@ PROFILE_PARAM = {k: config.get(k) for k in ("profile", "objects", "datasets", "t
 # executes the DAG (workflow.dryrun), not while it reads the rules: a real run stops in onstart (after the DAG is
 # built, before the first job; --touch runs nothing and goes on), a dry run (-n) shows its plan, then lists them.
 _DATA_ROOT = config.get("data_root")
-_missing = PROFILE.missing_data(_DATA_ROOT) if RUNS and TRAIN else {}
-MISSING_DATA = (missing_data_message(_missing, PROFILE.name, present=PROFILE.present_data(_DATA_ROOT), root=_DATA_ROOT)
+_missing = missing_data(PROFILE, _DATA_ROOT) if RUNS and TRAIN else {}
+MISSING_DATA = (missing_data_message(_missing, PROFILE.name, present=present_data(PROFILE, _DATA_ROOT), root=_DATA_ROOT)
                 if _missing else None)
 
 
@@ -223,6 +225,9 @@ FIXED_TARGETS += PV_TARGETS
 DPSGD_BENCHES = sorted(str(p) for p in Path(RES).glob("bench_dpsgd*.json"))
 DPSGD_COST_TARGETS = [f"{RES}/dpsgd_step_cost.csv", f"{FIG}/dpsgd_step_cost.pdf"] if DPSGD_BENCHES else []
 FIXED_TARGETS += DPSGD_COST_TARGETS
+# The one-run audit (rules/audit.smk) where the profile declares its runs (audit_one_run: runs).
+ONE_RUN_TARGETS = [f"{RES}/audit_one_run.csv", f"{FIG}/audit_one_run.pdf"] if ONE_RUN_RUNS else []
+FIXED_TARGETS += ONE_RUN_TARGETS
 
 
 # `snakemake --report results/<profile>/report.html`: Snakemake's self-contained HTML report of the outputs flagged

@@ -206,6 +206,7 @@ rule headline:
             f"{RES}/audit_first_layer.csv",
             f"{RES}/audit_control.csv",
             BN_TARGETS[:1],
+            ONE_RUN_TARGETS[:1],
         ),
     output:
         *report_outputs(

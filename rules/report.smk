@@ -18,6 +18,7 @@ rule index:
             f"{RES}/audit_first_layer.csv",
             f"{RES}/audit_control.csv",
             BN_TARGETS[:1],
+            ONE_RUN_TARGETS[:1],
             f"{RES}/width_effect.csv",
             f"{RES}/headline_cells.csv",
             f"{RES}/privacy_cost.csv",

@@ -1,4 +1,4 @@
-"""Training: one job per run of the profile (workflow.experiments.Profile.all_runs), each at the priority of its place
+"""Training: one job per run of the profile (workflow.experiments.Profile.every_run), each at the priority of its place
 in the profile's order (PRIORITY, rules/common.smk)."""
 
 
@@ -17,12 +17,12 @@ rule train:
     wildcard_constraints:
         profile=PROFILE.name,
         tag=r"[A-Za-z0-9_.\-]+",
-    threads: lambda wc: PROFILE.threads(RUNS[f"results/runs/{wc.profile}/{wc.dataset}/{wc.tag}.json"])
+    threads: lambda wc: PROFILE.threads(TRAIN_RUNS[f"results/runs/{wc.profile}/{wc.dataset}/{wc.tag}.json"])
     priority: lambda wc: PRIORITY[f"results/runs/{wc.profile}/{wc.dataset}/{wc.tag}.json"]
     resources:
         gpu=1 if ON_GPU else 0,
     params:
-        args=lambda wc, output: " ".join(PROFILE.train_args(RUNS[output[0]])),
+        args=lambda wc, output: " ".join(PROFILE.train_args(TRAIN_RUNS[output[0]])),
     conda:
         ENV
     shell:

@@ -1,7 +1,8 @@
 """The audit on the paper's own model (workflow.audit.first_layer, dirdp.audit.control.dpsgd_control): a zero record
 never moves the bias-free first convolution nor the first running mean under the training code as it is, the canary
-does; the trial records resume; the rows' bounds are the statistics' own; and the DP-SGD control has power without
-exceeding DP-SGD's own epsilon."""
+does; with a bias on every convolution the first convolution's weights still never move on zero records (the test
+then reads the weights only); the trial records resume; the rows' bounds are the statistics' own; and the DP-SGD
+control has power without exceeding DP-SGD's own epsilon."""
 
 import json
 import math
@@ -81,23 +82,51 @@ def test_records_resume_and_rows_are_the_statistics_of_the_counts(canary_image, 
     assert replace["matched_claim_eps"] == pytest.approx(2 * replace["claimed_eps"])  # group privacy
 
 
-def test_a_first_convolution_with_a_bias_is_refused(canary_image, monkeypatch):
+def test_the_key_of_a_setting_without_conv_bias_is_what_the_committed_trials_carry():
+    assert first_layer.Setting().key() == ('{"bf16": true, "canary": 0, "dataset": "mnist", "eps": 1.0, "n_zero": 1, '
+                                           '"steps": null, "width": 1.0}')
+    assert first_layer.Setting(width=0.25, bf16=False).key() == (
+        '{"bf16": false, "canary": 0, "dataset": "mnist", "eps": 1.0, "n_zero": 1, "steps": null, "width": 0.25}')
+    biased = first_layer.Setting(conv_bias=True)
+    assert json.loads(biased.key()) == dict(json.loads(first_layer.Setting().key()), conv_bias=True)
+    # the variants train from the base setting's seeds (a paired design)
+    assert first_layer.trial_seed(biased, "add", 0, 3) == first_layer.trial_seed(first_layer.Setting(), "add", 0, 3)
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+def test_with_a_bias_on_every_convolution_zero_records_still_never_move_the_first_convolutions_weights(
+        canary_image, bf16):
     x_c, y_c, test = canary_image
-    from dirdp.methods.base import Method
-
-    build = Method.build_model
-
-    def with_bias(self, cfg, spec):
-        net = build(self, cfg, spec)
-        conv = next(m for m in net.modules() if isinstance(m, torch.nn.Conv2d))
-        conv.bias = torch.nn.Parameter(torch.zeros(conv.out_channels))
-        return net
-
-    monkeypatch.setattr(Method, "build_model", with_bias)
-    s = first_layer.Setting(n_zero=1, **TINY)
+    s = first_layer.Setting(n_zero=400, bf16=bf16, conv_bias=True, **TINY)
     x, y, c = first_layer.worlds(s, x_c, y_c, "add")[0]
-    with pytest.raises(ValueError, match="bias"):
-        first_layer.trial(s, x, y, c, seed=0, test=test)
+    rec = first_layer.trial(s, x, y, c, seed=3, test=test)
+    assert rec["empty_batches"] < 60 and rec["others_moved"] > 0  # batches of zero records did train the model
+    assert rec["first_conv_changed"] == 0 and rec["first_conv_max_change"] == 0.0  # the weights: bit for bit
+    assert rec["first_conv_bias_max_change"] is not None  # measured apart; the bias may move without data
+    assert rec["running_mean_abs_max"] > 0  # the running mean takes the bias's value: not a valid statistic here
+    plain = first_layer.trial(first_layer.Setting(n_zero=400, bf16=bf16, **TINY), x, y, c, seed=3, test=test)
+    assert plain["first_conv_bias_max_change"] is None
+
+
+def test_a_biased_setting_moves_the_weights_once_the_canary_is_sampled_and_has_the_weights_statistic_only(
+        canary_image, tmp_path, mirror_root):
+    s = first_layer.Setting(n_zero=1, width=0.0625, steps=240, conv_bias=True)
+    recs = first_layer.run_trials(s, trials=3, records=tmp_path / "trials.jsonl", data_root=mirror_root,
+                                  progress=False)
+    assert len(recs) == 12 and all(r["setting"] == s.key() for r in recs)
+    assert all(r["first_conv_changed"] == 0 for r in recs if r["world"] == 0)
+    world1 = [r for r in recs if r["world"] == 1]
+    assert all((r["first_conv_changed"] > 0) == (r["canary_sampled"] > 0) for r in world1)
+    assert sum(r["canary_sampled"] > 0 for r in world1) > 0
+    out = first_layer.rows(s, recs)
+    assert [(r["adjacency"], r["statistic"]) for r in out] == [("add", "first_conv"), ("replace", "first_conv")]
+    for row in out:
+        assert row["conv_bias"] is True and row["model"] == "inception w=0.0625 (BatchNorm, conv bias)"
+        assert "ignores the convolution's bias" in row["statistic_is"] and row["false_positives"] == 0
+        assert row["world0_first_conv_bias_max_change_max"] is not None
+    plain = first_layer.rows(first_layer.Setting(n_zero=1, width=0.0625, steps=240), recs)
+    assert [r["statistic"] for r in plain] == ["first_conv", "running_mean", "either"] * 2
+    assert all(r["conv_bias"] is False and r["model"] == "inception w=0.0625 (BatchNorm)" for r in plain)
 
 
 def test_update_llr_is_the_log_ratio_of_the_two_gaussian_mixtures():

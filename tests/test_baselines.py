@@ -103,6 +103,26 @@ def test_empty_batch_makes_a_noise_only_update():
     assert abs(float(diffs.mean())) < 0.05
 
 
+def test_empty_batches_after_a_step_each_make_a_noise_only_update():
+    # a real step, then two empty batches in a row: each is its own noise-only update (Opacus refuses a step on a
+    # sum it has noised already, so a step that did not clear the last one's gradients failed here)
+    torch.manual_seed(0)
+    net = models.build_model("papernot_cnn", num_classes=10, in_channels=1)
+    module, opt = dpsgd.make_private(net, torch.optim.SGD(net.parameters(), lr=1.0), n=100, q=0.01,
+                                     noise_multiplier=1.0, generator=torch.Generator().manual_seed(0))
+    opt.zero_grad(set_to_none=True)
+    F.cross_entropy(module(torch.randn(2, 1, 28, 28)), torch.tensor([0, 1])).backward()
+    opt.step()
+    moves = []
+    for _ in range(2):
+        before = torch.cat([p.detach().flatten().clone() for p in net.parameters()])
+        dpsgd.noise_only_step(module, opt)
+        moves.append(torch.cat([p.detach().flatten() for p in net.parameters()]) - before)
+    for d in moves:  # N(0, (sigma C / (q n))^2) = N(0, 1) per coordinate: nothing of the real step's gradient left
+        assert float(d.std()) == pytest.approx(1.0, rel=0.05) and abs(float(d.mean())) < 0.05
+    assert not torch.equal(moves[0], moves[1])
+
+
 @pytest.fixture(scope="module")
 def tiny_mnist(tiny_root):
     return {s: load("mnist", s, root=tiny_root, download=False) for s in ("train", "test")}

@@ -47,16 +47,23 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     prof = Profile.load(REPO / "config/cpu.yaml")
     jobs = plan.plan(prof, results_root="/nowhere", logs_root="/nowhere")
     # issue 31's bf16 validation (MNIST eps = 1 at 0.25x, seeds 0-2, one thread each), then the full-width bf16 runs
-    # (one thread each: one run per core), FashionMNIST eps = 2 first, then MNIST eps = 1, eps = inf, then seed 0 of
-    # the cells never run (eps = 0.5 and 4), then MNIST eps = 2 and FashionMNIST eps = 1
+    # (one thread each: one run per core), FashionMNIST eps = 2 first, then MNIST eps = 1, eps = inf, MNIST eps = 0.5
+    # and 4 (landed); then issue 58's order: seed 0 of the cells never run (FashionMNIST 0.5 and 1, the widest paper
+    # spreads, MNIST 2, FashionMNIST 4), the one-run audit's runs (the tanh CNN pair, then the paper's model), seeds
+    # 1-2 of the private cells (FashionMNIST 0.5 and 1 first), eps = inf seeds 1-2, then DP-SGD at 0.25x
     names = [j.name for j in jobs]
     assert names[:5] == ["mnist/alg1_bf16_eps1_seed0", "mnist/alg1_bf16_eps1_seed1", "mnist/alg1_bf16_eps1_seed2",
                          "fashionmnist/alg1_w1_bf16_eps2_seed0", "fashionmnist/alg1_w1_bf16_eps2_seed1"]
-    assert names[9:17] == [
+    assert names[9:22] == [
         "fashionmnist/alg1_w1_bf16_epsinf_seed0", "mnist/alg1_w1_bf16_epsinf_seed0", "mnist/alg1_w1_bf16_eps0.5_seed0",
-        "mnist/alg1_w1_bf16_eps4_seed0", "fashionmnist/alg1_w1_bf16_eps0.5_seed0", "fashionmnist/alg1_w1_bf16_eps4_seed0",
-        "mnist/alg1_w1_bf16_eps2_seed0", "fashionmnist/alg1_w1_bf16_eps1_seed0"]
-    full_width = [n for n in names if "_w1_bf16_" in n]
+        "mnist/alg1_w1_bf16_eps4_seed0", "fashionmnist/alg1_w1_bf16_eps0.5_seed0", "fashionmnist/alg1_w1_bf16_eps1_seed0",
+        "mnist/alg1_w1_bf16_eps2_seed0", "fashionmnist/alg1_w1_bf16_eps4_seed0", "mnist/tempered_c1000_eps1_seed0",
+        "mnist/alg1_papernot_cnn_w1_c1000_eps1_seed0", "mnist/alg1_w1_bf16_c1000_eps1_seed0",
+        "fashionmnist/alg1_w1_bf16_eps0.5_seed1", "fashionmnist/alg1_w1_bf16_eps0.5_seed2"]
+    after = names[names.index("fashionmnist/alg1_w1_bf16_eps4_seed2") + 1:]
+    assert after[:4] == [f"{d}/alg1_w1_bf16_epsinf_seed{s}" for d in ("mnist", "fashionmnist") for s in (1, 2)]
+    assert after[4:7] == [f"fashionmnist/dpsgd_eps{e}_seed0" for e in ("0.5", "1", "4")]
+    full_width = [n for n in names if "_w1_bf16_" in n and "_c1000_" not in n]
     assert len(full_width) == 2 * (4 * 5 + 3)  # Tables 2 and 4: eps 0.5, 1, 2, 4 at five seeds, inf at three
     val, full = jobs[0].args, jobs[3].args
     assert "--bf16" in val and "--channels-last" in val and val[val.index("--threads") + 1] == "1"
@@ -283,7 +290,8 @@ def test_a_run_with_more_threads_gets_them_from_snakemake(tiny_root, tmp_path, m
     cfg.write_text("profile: smoke-threads\nextends: smoke\ngrids:\n  table2_mnist: {eps: [inf], baselines: {},"
                    " extra: [{eps: inf, width: 0.25}]}\ntraining: {seeds: 2, threads_by_width: [{width: 0.25, threads: 2}]}\n"
                    "campaign: {queue: [{method: alg1}]}\n")
-    jobs = [j for j in plan.plan(plan.load_profile(cfg), results_root=tmp_path / "results/runs") if j.run.method == "alg1"]
+    jobs = [j for j in plan.plan(plan.load_profile(cfg), results_root=tmp_path / "results/runs")
+            if j.run.method == "alg1" and not j.run.canaries]  # the smoke profile's one-run audit run comes last
     assert [(j.name, j.threads) for j in jobs] == [("mnist/alg1_epsinf_seed0", 1), ("mnist/alg1_epsinf_seed1", 1),
                                                    ("mnist/alg1_w0.25_epsinf_seed0", 2)]
     assert "(2 threads)" in plan.describe(jobs[2])

@@ -129,16 +129,16 @@ def test_missing_data_stops_a_real_run_before_any_job(tmp_path):
 
 
 def test_the_missing_data_advice_names_the_data_sets_that_are_there(tmp_path):
-    from workflow.missing_data import missing_data_message
+    from workflow.missing_data import missing_data, missing_data_message, present_data
 
     root = data_root_with(tmp_path, "mnist", "fashionmnist")
     for datasets in (None, ["cifar10", "svhn"]):  # the advice is what can run, whatever `datasets` asked for
         prof = Profile.from_config({"profile": "paper", "datasets": datasets})
-        missing = prof.missing_data(root)
+        missing = missing_data(prof, root)
         assert "mnist" not in missing and "cifar10" in missing
-        text = missing_data_message(missing, "paper", present=prof.present_data(root), root=root)
+        text = missing_data_message(missing, "paper", present=present_data(prof, root), root=root)
         assert text.endswith("--config 'datasets=[mnist,fashionmnist]'.")
-    assert Profile.from_config({"profile": "smoke", "objects": ["table2_mnist"]}).present_data(root) == ["mnist"]
+    assert present_data(Profile.from_config({"profile": "smoke", "objects": ["table2_mnist"]}), root) == ["mnist"]
 
 
 @pytest.mark.parametrize("override", ["datasets=[]", "objects=[]"])
@@ -212,6 +212,13 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     bn, _ = provenance.read_csv(work / "results/smoke/audit_batchnorm.csv")
     assert bn.measure.str.startswith("influence").sum() == 3 and (work / "figures/smoke/audit_bn_influence.png").exists()
     assert "Subspace canary test" in index and "BatchNorm channel" in index
+    # the one-run audit: its run trained with its canaries (each score in its result), audited by its own rule
+    canaried = json.loads((work / "results/runs/smoke/mnist/alg1_c20_eps1_seed0.json").read_text())
+    assert canaried["one_run"]["theta0_as_trained"] is True and len(canaried["one_run"]["scores"]["white_box"]) == 20
+    assert canaried["n_train"] == 1000 + sum(canaried["one_run"]["included"])
+    one_run, _ = provenance.read_csv(work / "results/smoke/audit_one_run.csv")
+    assert set(zip(one_run.score, one_run.k)) == {(s, k) for s in ("white_box", "black_box") for k in (4, 10)}
+    assert one_run.groupby("score").best.sum().eq(1).all() and (one_run.eps_lower_bound >= 0).all()
 
 
 def test_the_smoke_run_leaves_the_committed_profile_outputs_byte_for_byte(smoke_dag):
@@ -343,7 +350,8 @@ def test_every_rule_has_a_docstring(tiny_root):
                  if line and not line[0].isspace())
     expected = {*OBJECTS, "all", "train", "baselines_comparison", "width_effect", "runs_summary", "table6_table7_rstar",
                 "theorem11_kappa_variance", "explore_kappa", "audit_privacy", "audit_released_models", "audit_subspace",
-                "audit_batchnorm", "audit_paper_model", "precision_validation", "dpsgd_step_cost", "headline", "index"}
+                "audit_batchnorm", "audit_paper_model", "audit_one_run", "precision_validation", "dpsgd_step_cost", "headline",
+                "index"}
     assert set(rules) == expected
     assert not [name for name, doc in rules.items() if not doc], "rules without a docstring"
     # and in the sources: every named rule's first statement is a string literal

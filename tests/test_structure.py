@@ -145,10 +145,11 @@ def test_the_library_never_imports_the_workflow():
 
 def test_the_library_is_small_and_holds_no_workflow():
     """The mechanism, the accountant and theory, sampling, the models, the methods, the one loop and one run, the data
-    loaders, the baselines, the audit's statistics and attacks and the explorer's views: at most 6,000 lines, with no
-    report, campaign, profile or benchmark inside (those are the workflow's)."""
+    loaders, the baselines, the audit's statistics and attacks (the one-run audit's canaries, scores and bound
+    included) and the explorer's views: at most 6,500 lines, with no report, campaign, profile or benchmark inside
+    (those are the workflow's)."""
     lines = sum(len(p.read_text().splitlines()) for p in LIBRARY.values())
-    assert lines <= 6000, f"dirdp/ has {lines} lines"
+    assert lines <= 6500, f"dirdp/ has {lines} lines"
     inside = {p.name for p in PKG.iterdir()}
     assert not inside & {"report", "campaign", "bench", "experiments.py", "profile_schema.py", "snakemake_args.py"}
 

@@ -179,3 +179,38 @@ def test_norm_of_names_what_normalises_a_model():
     assert models.norm_of(models.build_model("resnet9", num_classes=7, in_channels=3, width=0.25,
                                              norm="group")) == "group"
     assert models.norm_of(models.build_model("papernot_cnn", num_classes=10, in_channels=1)) == "none"
+
+
+def test_conv_bias_adds_footnote_2_biases_after_the_bias_free_weights(mirror_root, tmp_path):
+    """--conv-bias: every convolution gets a bias drawn as the paper's footnote 2 says (uniform on +-1/sqrt(fan_in)),
+    after the model is built, so the weights are the bias-free model's of the same seed; the run records it."""
+    from dirdp.training import load_trained
+
+    for name, norm in (("inception", "batch"), ("resnet9", "group"), ("papernot_cnn", "batch")):
+        torch.manual_seed(7)
+        plain = models.build_model(name, num_classes=7, in_channels=3, width=0.25, norm=norm)
+        torch.manual_seed(7)
+        biased = models.build_model(name, num_classes=7, in_channels=3, width=0.25, norm=norm, conv_bias=True)
+        sd0, sd1 = plain.state_dict(), biased.state_dict()
+        assert all(torch.equal(v, sd1[k]) for k, v in sd0.items())  # every parameter and buffer, bit for bit
+        convs = [m for m in biased.modules() if isinstance(m, torch.nn.Conv2d)]
+        assert convs and all(m.bias is not None for m in convs)
+        for m in convs:
+            bound = 1 / math.sqrt(m.in_channels // m.groups * m.kernel_size[0] * m.kernel_size[1])
+            assert float(m.bias.detach().abs().max()) <= bound
+            assert m.out_channels == 1 or len(torch.unique(m.bias.detach())) > 1
+        added = [k for k in sd1 if k not in sd0]
+        assert all(k.endswith(".bias") for k in added) and (name == "papernot_cnn") == (added == [])
+        if added:
+            assert float(torch.cat([sd1[k] for k in added]).abs().min()) > 0
+    assert "conv_bias" not in small().identity()  # at its default the identity is an earlier commit's (runs resume)
+    assert small(conv_bias=True).identity()["conv_bias"] is True
+
+    out = tmp_path / "bias.json"
+    env = dict(os.environ, DIRDP_DATA=str(mirror_root), OMP_NUM_THREADS="1")
+    subprocess.run([sys.executable, "-m", "dirdp", "train", "--dataset", "mnist", "--eps", "1", "--steps", "4",
+                    "--width", "0.0625", "--train-subset", "500", "--conv-bias", "--no-progress", "--out", str(out)],
+                   env=env, check=True, capture_output=True)
+    assert json.loads(out.read_text())["provenance"]["config"]["conv_bias"] is True
+    net, _ = load_trained(out, data_root=mirror_root, with_data=False)
+    assert all(m.bias is not None for m in net.modules() if isinstance(m, torch.nn.Conv2d))

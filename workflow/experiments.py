@@ -49,22 +49,18 @@ class Run:
     width: float | None = None  # None: the profile's width (a run at another width says so in its tag: w0.5)
     norm: str | None = None  # None: the model's BatchNorm; "group": GroupNorm (tag: gn)
     precision: str | None = None  # None or "fp32": float32; "bf16": bf16 autocast + channels_last (tag: bf16)
+    model: str | None = None  # None: the method's or data set's model; else this one (tag: its name)
+    canaries: int | None = None  # the one-run audit's canaries (tag: c<m>); None: a run without
+    canary_seed: int | None = None  # which canaries (tag: c<m>s<seed>); None: 0
 
     @property
     def tag(self) -> str:
-        parts = [self.method]
-        if self.optimizer:
-            parts.append(self.optimizer)
-        for key in ("q", "alpha", "lr"):
-            if getattr(self, key) is not None:
-                parts.append(f"{key}{fmt(getattr(self, key))}")
-        if self.width is not None:
-            parts.append(f"w{fmt(self.width)}")
-        if self.norm == "group":
-            parts.append("gn")
-        if self.precision == "bf16":
-            parts.append("bf16")
-        return "_".join(parts + [f"eps{fmt(self.eps)}", f"seed{self.seed}"])
+        parts = [self.method, self.model, self.optimizer]
+        parts += [f"{key}{fmt(getattr(self, key))}" for key in ("q", "alpha", "lr") if getattr(self, key) is not None]
+        parts += [self.width is not None and f"w{fmt(self.width)}", self.norm == "group" and "gn",
+                  self.precision == "bf16" and "bf16",
+                  self.canaries and f"c{self.canaries}" + (f"s{self.canary_seed}" if self.canary_seed else "")]
+        return "_".join([p for p in parts if p] + [f"eps{fmt(self.eps)}", f"seed{self.seed}"])
 
     def path(self, profile: str, root: str = "results/runs") -> str:
         return f"{root}/{profile}/{self.dataset}/{self.tag}.json"
@@ -258,8 +254,23 @@ class Profile:
         return [dataclasses.replace(r, precision="bf16") if methods.is_ours(r.method) else r for r in runs]
 
     def all_runs(self) -> dict[str, Run]:
-        """Every run of the profile, keyed by its result path (runs shared by objects appear once)."""
+        """Every run of the profile's paper objects, keyed by its result path (runs shared by objects appear once)."""
         return {r.path(self.name): r for o in self.active() for r in self.runs(o)}
+
+    def one_run_runs(self) -> dict[str, Run]:
+        """The one-run audit's runs (``audit_one_run: runs``, with its canaries) by result path: trained like any run,
+        read by the audit alone."""
+        sec = self.config.get("audit_one_run") or {}
+        return {r.path(self.name): r for e in sec.get("runs") or [] for r in (
+            Run(e["dataset"], _eps(e["eps"]), int(seed), method=methods.check(e.get("method", methods.DEFAULT)),
+                width=None if float(e.get("width") or self.width) == self.width else float(e["width"]),
+                precision="bf16" if e.get("precision") == "bf16" else None, model=e.get("model"),
+                canaries=int(sec["canaries"]), canary_seed=int(sec.get("canary_seed") or 0) or None)
+            for seed in e.get("seeds", [0]))}
+
+    def every_run(self) -> dict[str, Run]:
+        """What the train rule makes: the paper objects' runs and the one-run audit's."""
+        return {**self.all_runs(), **self.one_run_runs()}
 
     def train_args(self, run: Run) -> list[str]:
         """``python -m dirdp train`` arguments (without --out) for ``run`` in this profile."""
@@ -271,49 +282,37 @@ class Profile:
         # the profile's width shrinks the paper's models; Papernot's CNN and LATENT run as published
         width = (run.width or t.get("width")) if methods.spec(run.method).scaled else None
         for flag, value in [("--optimizer", run.optimizer), ("--q", q), ("--alpha", run.alpha), ("--lr", run.lr),
-                            ("--width", width), ("--norm", run.norm), ("--steps", t.get("steps")),
+                            ("--model", run.model), ("--width", width), ("--norm", run.norm), ("--steps", t.get("steps")),
                             ("--train-subset", t.get("train_subset")), ("--device", t.get("device")),
                             ("--eval-every", t.get("eval_every")), ("--checkpoint-every", t.get("checkpoint_every"))]:
             if value is not None:
                 args += [flag, str(value)]
+        if run.canaries:
+            args += ["--canaries", str(run.canaries)] + (["--canary-seed", str(run.canary_seed)] if run.canary_seed else [])
         return args + (["--bf16", "--channels-last"] if run.precision == "bf16" else [])
 
     def campaign_queue(self) -> list[Run]:
         """Every run in a campaign's order: those each ``campaign: queue:`` entry selects (a filter; a missing key
         matches all), then every other run, seed by seed."""
-        runs = list(self.all_runs().values())
+        runs = list(self.every_run().values())
         order: list[Run] = []
         for entry in (self.config.get("campaign") or {}).get("queue") or []:
-            unknown = set(entry) - {"dataset", "method", "eps", "seeds", "width", "norm", "precision"}
+            unknown = set(entry) - set(QUEUE_KEYS)
             if unknown:
-                raise ValueError(f"campaign queue entries filter on dataset, method, eps, seeds, width, norm, precision. "
+                raise ValueError(f"campaign queue entries filter on {', '.join(QUEUE_KEYS)}. "
                                  f"Found {sorted(unknown)} in {entry!r}.")
             order += [r for r in runs if r not in order and _selects(entry, r, self.width)]
         return order + sorted((r for r in runs if r not in order), key=lambda r: r.seed)
 
-    def missing_data(self, root=None) -> dict[str, list[Path]]:
-        """Data sets this profile needs that are not on disk: name -> files expected."""
-        needed = sorted({OBJECTS[o].dataset for o in self.active()})
-        return {d: m for d in needed if (m := dirdp_data.missing_files(d, root))}
-
-    def present_data(self, root=None) -> list[str]:
-        """The data sets of this profile's objects (whatever ``datasets`` restricts it to) that are on disk."""
-        used = {OBJECTS[o].dataset for o in self.objects}
-        return [d for d in dirdp_data.SPECS if d in used and not dirdp_data.missing_files(d, root)]
+QUEUE_KEYS = ("dataset", "method", "eps", "seeds", "width", "norm", "precision", "model", "canaries")
 
 
 def _selects(entry: dict, run: Run, profile_width: float) -> bool:
-    """Whether a campaign queue entry (a filter) selects ``run``."""
-    if "dataset" in entry and run.dataset != entry["dataset"]:
-        return False
-    if "method" in entry and run.method != entry["method"]:
-        return False
-    if "eps" in entry and run.eps != _eps(entry["eps"]):
-        return False
-    if "seeds" in entry and run.seed not in [int(s) for s in entry["seeds"]]:
-        return False
-    if "norm" in entry and (run.norm or "batch") != entry["norm"]:
-        return False
-    if "precision" in entry and (run.precision or "fp32") != entry["precision"]:
-        return False
-    return "width" not in entry or float(entry["width"]) == (run.width or profile_width)
+    """Whether a campaign queue entry (a filter) selects ``run``. ``model`` and ``canaries`` are matched exactly (a
+    missing key: the run has none): an entry that names neither never selects a one-run audit's run."""
+    have = dict(dataset=run.dataset, method=run.method, norm=run.norm or "batch", precision=run.precision or "fp32")
+    return (entry.get("model") == run.model and int(entry.get("canaries") or 0) == int(run.canaries or 0)
+            and all(entry[k] == v for k, v in have.items() if k in entry)
+            and ("eps" not in entry or run.eps == _eps(entry["eps"]))
+            and ("seeds" not in entry or run.seed in [int(x) for x in entry["seeds"]])
+            and ("width" not in entry or float(entry["width"]) == (run.width or profile_width)))

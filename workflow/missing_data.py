@@ -5,6 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from dirdp import data as dirdp_data
+from workflow.experiments import OBJECTS
+
+
+def missing_data(profile, root=None) -> dict[str, list[Path]]:
+    """Data sets ``profile`` (a :class:`workflow.experiments.Profile`) needs that are not on disk: name -> files
+    expected."""
+    needed = sorted({OBJECTS[o].dataset for o in profile.active()})
+    return {d: m for d in needed if (m := dirdp_data.missing_files(d, root))}
+
+
+def present_data(profile, root=None) -> list[str]:
+    """The data sets of ``profile``'s objects (whatever ``datasets`` restricts it to) that are on disk."""
+    used = {OBJECTS[o].dataset for o in profile.objects}
+    return [d for d in dirdp_data.SPECS if d in used and not dirdp_data.missing_files(d, root)]
 
 
 def missing_data_message(missing: dict[str, list[Path]], profile: str, *, present=(), root=None) -> str:

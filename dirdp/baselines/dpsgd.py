@@ -134,7 +134,9 @@ def make_private(model: nn.Module, optimizer: torch.optim.Optimizer, *, n: int, 
 
 def noise_only_step(module: nn.Module, optimizer) -> None:
     """The DP-SGD update for an empty Poisson batch: no clipped gradient, only the noise (skipping
-    the step instead would reveal that the batch was empty)."""
+    the step instead would reveal that the batch was empty). The previous step's gradients are cleared first, as
+    every step clears them (Opacus refuses a step on a sum it has already noised)."""
+    optimizer.zero_grad(set_to_none=True)
     for p in module.parameters():
         if p.requires_grad:
             p.grad_sample = torch.zeros((0, *p.shape), dtype=p.dtype, device=p.device)

@@ -53,9 +53,10 @@ class Method:
 
     def build_model(self, cfg, spec) -> torch.nn.Module:
         """The (untrained) model of a run: ``cfg.model`` at ``cfg.width`` for ``spec``'s images, its normalisation
-        ``cfg.norm`` (BatchNorm as published, or GroupNorm)."""
+        ``cfg.norm`` (BatchNorm as published, or GroupNorm), a bias on every convolution if ``cfg.conv_bias``."""
         return build_model(cfg.model, num_classes=spec.num_classes, in_channels=spec.channels, width=cfg.width,
-                           image_size=spec.size, norm=getattr(cfg, "norm", "batch"))
+                           image_size=spec.size, norm=getattr(cfg, "norm", "batch"),
+                           conv_bias=getattr(cfg, "conv_bias", False))
 
     def learner(self, cfg, data: dict, spec, noise: Noise) -> loop.Learner:
         raise NotImplementedError

@@ -25,10 +25,21 @@ and the complementary event alone already gives eps >= ln(1 - delta) - T ln(1 - 
 epsilon_lower_bound` turns the observed error counts into what these trials alone certify at 95%: the test is fixed
 in advance (non-zero or not), so every trial counts and no threshold is chosen on held-out data.
 
+**With a bias on every convolution** (``Setting(conv_bias=True)``, as the paper's footnote 2 initialises them;
+:func:`dirdp.models.add_conv_biases` draws them after the bias-free model, whose weights stay bit for bit), a zero
+record's patches are still exact zeros, so the first convolution's *weights* stay at theta_0 in D' (while the signal
+stays finite: 0 x inf is NaN, which would count as a move; ``finite`` records it). What moves without data is left
+out: the bias (its gradient has no input factor) and the first running mean it feeds. A biased setting has the one
+statistic "first_conv", and each trial records the bias's largest change beside it.
+
 Each trial is one real training run of :mod:`dirdp.methods.alg1` through the one loop (:func:`dirdp.loop.run`):
 Inception with BatchNorm at the run's width, the paper's protocol (q, T, alpha, lr, delta, r* for eps), bf16 +
-channels_last where asked, seed per trial. Trial records are appended to a JSON-lines file as they finish, so an
-interrupted audit resumes where it stopped (:func:`run_trials`).
+channels_last where asked, a bias on every convolution where asked, seed per trial. Trial records are appended to a
+JSON-lines file, one line per trial as it finishes, so an interrupted audit resumes where it stopped
+(:func:`run_trials`).
+
+The trial seeds (:func:`trial_seed`) do not depend on ``bf16`` nor ``conv_bias``: settings that differ only there
+train from the same seeds (the same batches and initial weights), a paired design; each setting's bounds stand alone.
 """
 
 from __future__ import annotations
@@ -51,13 +62,23 @@ STATISTICS = {
     "running_mean": "first BatchNorm's running mean != 0",
     "either": "either of the two",
 }
+# with a conv bias only the weights' statistic is valid (the bias and the running mean it feeds move without data)
+BIASED_STATISTICS = {
+    "first_conv": "first convolution's weights: theta_T != theta_0 (ignores the convolution's bias, whose gradient "
+                  "does not depend on the input, and the running statistics the bias moves)",
+}
+
+
+def statistics(s: "Setting") -> dict:
+    """{name: what it is} of the statistics valid for setting ``s``."""
+    return BIASED_STATISTICS if s.conv_bias else STATISTICS
 
 
 @dataclass(frozen=True)
 class Setting:
     """One audited configuration: the data set whose protocol and canary are used, the model's width, the
-    privacy level whose r* Algorithm 1 trains at, the number of zero records in D', the precision, and the
-    number of steps (None: the protocol's T)."""
+    privacy level whose r* Algorithm 1 trains at, the number of zero records in D', the precision, the
+    number of steps (None: the protocol's T), and whether every convolution has a bias (the paper's footnote 2)."""
 
     dataset: str = "mnist"
     width: float = 1.0
@@ -66,16 +87,20 @@ class Setting:
     bf16: bool = True
     steps: int | None = None
     canary: int = 0  # index of the canary in the data set's test split
+    conv_bias: bool = False  # a bias on every convolution (dirdp.models.add_conv_biases)
 
     def key(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        """The setting's name in the trial records; ``conv_bias`` (added later) only where True, so that the
+        committed trials of the settings before it keep matching."""
+        d = asdict(self)
+        return json.dumps(d if d["conv_bias"] else {k: v for k, v in d.items() if k != "conv_bias"}, sort_keys=True)
 
 
 def _config(s: Setting, seed: int):
     from dirdp.training import make_config
 
     return make_config(s.dataset, s.eps, seed=seed, width=s.width, bf16=s.bf16, channels_last=s.bf16,
-                       steps=s.steps, norm="batch")
+                       steps=s.steps, norm="batch", conv_bias=s.conv_bias)
 
 
 def worlds(s: Setting, canary_x: torch.Tensor, canary_y: int, adjacency: str) -> dict:
@@ -104,7 +129,9 @@ def _first_conv(net: torch.nn.Module):
 
 def trial(s: Setting, x: torch.Tensor, y: torch.Tensor, canary: int, *, seed: int, test) -> dict:
     """One training of Algorithm 1 on (x, y) from seed ``seed`` with the training code as it is; returns what the
-    adversary computes from (theta_0, theta_T), how often the canary was sampled, and checks on the run."""
+    adversary computes from (theta_0, theta_T), how often the canary was sampled, and checks on the run. The first
+    convolution's weights and its bias (if any) are measured apart: ``first_conv_*`` are the weights' alone,
+    ``first_conv_bias_max_change`` the bias's largest change (None without a bias)."""
     from dirdp import loop, methods
     from dirdp.data import Split, get_spec
 
@@ -115,9 +142,11 @@ def trial(s: Setting, x: torch.Tensor, y: torch.Tensor, canary: int, *, seed: in
     with loop.isolated_rng(torch.device("cpu")):
         learner = method.learner(cfg, {"train": Split(x, y), "test": test}, get_spec(cfg.dataset), noise)
         conv, bn = _first_conv(learner.net), _first_bn(learner.net)
-        if conv.bias is not None:
-            raise ValueError("the first convolution has a bias: a zero record moves it; the test needs a bias-free one.")
+        if (conv.bias is not None) != s.conv_bias:
+            raise ValueError(f"the setting says conv_bias={s.conv_bias}, but the first convolution "
+                             f"{'has' if conv.bias is not None else 'has no'} bias.")
         w0 = conv.weight.detach().clone()
+        b0 = None if conv.bias is None else conv.bias.detach().clone()
         rest0 = torch.cat([p.detach().flatten().float() for p in learner.net.parameters()][1:]).clone()
         draw = learner.sampler.sample
         hits = []
@@ -132,15 +161,18 @@ def trial(s: Setting, x: torch.Tensor, y: torch.Tensor, canary: int, *, seed: in
         state, _ = loop.run(learner, steps=cfg.steps, eval_every=cfg.steps, log_every=cfg.steps)
     w_t = conv.weight.detach()
     rest_t = torch.cat([p.detach().flatten().float() for p in learner.net.parameters()][1:])
+    bias_change = None if b0 is None else float((conv.bias.detach() - b0).abs().max())
     return dict(seed=seed, canary_sampled=len(hits), empty_batches=state["empty_batches"],
                 first_conv_changed=int((w_t != w0).sum()), first_conv_max_change=float((w_t - w0).abs().max()),
+                first_conv_bias_max_change=bias_change,
                 running_mean_abs_max=float(bn.running_mean.abs().max()),
                 others_moved=float((rest_t - rest0).norm()), finite=bool(torch.isfinite(w_t).all()),
                 wall_s=round(time.perf_counter() - t0, 3))
 
 
 def trial_seed(s: Setting, adjacency: str, world: int, t: int) -> int:
-    """The seed of trial ``t`` of ``world``: independent across settings, adjacencies, worlds and trials."""
+    """The seed of trial ``t`` of ``world``: independent across widths, ``n_zero``, adjacencies, worlds and trials
+    (not ``bf16`` nor ``conv_bias``: settings that differ only there share their seeds, paired)."""
     parts = [int(s.width * 1000), int(s.n_zero), ADJACENCIES.index(adjacency), world, t, 49]
     return int(np.random.SeedSequence(parts).generate_state(1)[0] % (2**31 - 1))
 
@@ -172,7 +204,8 @@ def run_trials(s: Setting, *, adjacencies=ADJACENCIES, trials: int, records: Pat
     if progress and todo:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=len(todo), desc=f"first-layer test w={s.width:g}", unit="trial")
+        bar = tqdm(total=len(todo), desc=f"first-layer test w={s.width:g} {'bf16' if s.bf16 else 'fp32'}"
+                   f"{' conv bias' if s.conv_bias else ''}", unit="trial")
     for a, w, t in todo:
         if budget_s is not None and time.perf_counter() - start > budget_s:
             break
@@ -189,14 +222,15 @@ def run_trials(s: Setting, *, adjacencies=ADJACENCIES, trials: int, records: Pat
 
 
 def statistic(rec: dict, name: str) -> bool:
-    """Whether trial ``rec`` says "D" by statistic ``name`` (a key of :data:`STATISTICS`)."""
+    """Whether trial ``rec`` says "D" by statistic ``name`` (a key of :data:`STATISTICS`). With a conv bias only
+    "first_conv" is valid (:func:`statistics`); it reads the weights alone (``first_conv_changed``)."""
     conv, bn = rec["first_conv_changed"] > 0, rec["running_mean_abs_max"] > 0
     return {"first_conv": conv, "running_mean": bn, "either": conv or bn}[name]
 
 
 def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[dict]:
-    """One row per adjacency and statistic: the error counts, the Clopper-Pearson (95%) lower bound, the exact
-    bound and the claim the row faces (Theorem 10 at r* for add/remove; group privacy for replace-one)."""
+    """One row per adjacency and statistic valid for ``s`` (:func:`statistics`): the error counts, the Clopper-Pearson
+    (95%) lower bound, the exact bound and the claim the row faces (Theorem 10 at r*; replace-one: group privacy)."""
     from dirdp import methods
     from dirdp.audit.canary import never_sampled_bound
 
@@ -211,7 +245,7 @@ def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[di
         if not by_world[0] or not by_world[1]:
             continue
         m = matched_claim(cfg.method, a, q=cfg.q, eps=claimed, certified=claimed, delta=delta)
-        for name, what in STATISTICS.items():
+        for name, what in statistics(s).items():
             fp = sum(statistic(r, name) for r in by_world[0])
             fn = sum(not statistic(r, name) for r in by_world[1])
             lb = epsilon_lower_bound(false_positives=fp, n_negatives=len(by_world[0]), false_negatives=fn,
@@ -221,8 +255,9 @@ def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[di
             # exact: world 0's statistic is identically zero (FPR = 0); P_D(S) >= 1 - (1 - q)^T > delta
             exact = math.inf if fp == 0 and 1.0 - never > m.delta else math.nan
             out.append(dict(
-                model=f"inception w={s.width:g} (BatchNorm)", dataset=s.dataset, adjacency=a, q=cfg.q, T=cfg.steps,
-                alpha=cfg.alpha, lr=cfg.lr, rstar=noise.r, precision="bf16" if s.bf16 else "fp32",
+                model=f"inception w={s.width:g} (BatchNorm{', conv bias' if s.conv_bias else ''})", dataset=s.dataset,
+                adjacency=a, q=cfg.q, T=cfg.steps, alpha=cfg.alpha, lr=cfg.lr, rstar=noise.r,
+                precision="bf16" if s.bf16 else "fp32", conv_bias=s.conv_bias,
                 n_zero_records=s.n_zero, canary=f"{s.dataset} test image {s.canary}", paper_eps=s.eps,
                 claimed_eps=claimed, matched_claim_eps=m.eps, matched_claim_delta=m.delta, matched_claim_by=m.by,
                 statistic=name, statistic_is=what, adversary_sees="final model (theta_0 and theta_T)",
@@ -236,6 +271,8 @@ def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[di
                 world0_running_mean_abs_max=max(r["running_mean_abs_max"] for r in by_world[0]),
                 world0_others_moved_min=min(r["others_moved"] for r in by_world[0]),
                 world1_first_conv_max_change_min=min(r["first_conv_max_change"] for r in by_world[1]),
+                world0_first_conv_bias_max_change_max=(max(r["first_conv_bias_max_change"] for r in by_world[0])
+                                                       if s.conv_bias else None),
                 cpu_s_per_trial=float(np.mean([r["wall_s"] for r in by_world[0] + by_world[1]])),
                 cpu_s_total=float(sum(r["wall_s"] for r in by_world[0] + by_world[1])),
                 verdict=verdict(lb.epsilon, m.eps, ceiling),
@@ -256,6 +293,9 @@ def main(argv=None) -> int:
     ap.add_argument("--n-zero", type=int, default=1, help="zero records in D' (default 1)")
     ap.add_argument("--steps", type=int, help="T (default: the data set's protocol, 9,600)")
     ap.add_argument("--fp32", action="store_true", help="train in fp32 (default: bf16 + channels_last)")
+    ap.add_argument("--conv-bias", action="store_true",
+                    help="a bias on every convolution (the paper's footnote 2); the test then reads the first "
+                         "convolution's weights only")
     ap.add_argument("--trials", type=int, default=500, help="trials per world and adjacency (default 500)")
     ap.add_argument("--records", required=True, help="JSON-lines file of trial records (appended; resumed from)")
     ap.add_argument("--threads", type=int, default=1)
@@ -266,7 +306,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     for w in args.width:
         s = Setting(dataset=args.dataset, width=w, eps=args.eps, n_zero=args.n_zero, bf16=not args.fp32,
-                    steps=args.steps)
+                    steps=args.steps, conv_bias=args.conv_bias)
         recs = run_trials(s, trials=args.trials, records=Path(args.records))
         for row in rows(s, recs):
             print(f"w={w:g} {row['adjacency']:7s} {row['statistic']:12s} FP {row['false_positives']}/"

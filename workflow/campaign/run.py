@@ -24,6 +24,7 @@ from workflow.campaign.plan import REPO, Job, checkpoint_step, made_dirty, now, 
 from workflow.campaign.summary import record, report
 from workflow.campaign.train import has_snakemake, plain_command, run_until, snakemake_command
 from workflow.experiments import OBJECTS, Profile
+from workflow.missing_data import present_data
 
 
 def gpu_sample() -> dict | None:
@@ -171,7 +172,7 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     jobs = plan(profile, results_root=work / "results" / "runs", logs_root=work / "results" / "logs" / "runs",
                 max_runs=max_runs)
     needed = {OBJECTS[o].dataset for o in profile.active()}
-    present = set(profile.present_data()) & needed
+    present = set(present_data(profile)) & needed
     no_data = [j for j in jobs if j.status == "queued" and j.run.dataset not in present]
     for j in no_data:
         j.status = "no-data"

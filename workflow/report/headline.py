@@ -184,7 +184,7 @@ def _ceiling(t: pd.DataFrame) -> pd.Series:
 
 def audit_points(results: str | Path) -> pd.DataFrame:
     """The audited models of ``results`` (audit_canary.csv, audit_subspace.csv, audit_batchnorm.csv,
-    audit_first_layer.csv, audit_control.csv, those that exist), one row per model, setting and adversary: claimed eps, 95% lower bound, and the exact bound where the
+    audit_first_layer.csv, audit_control.csv, audit_one_run.csv, those that exist), one row per model, setting and adversary: claimed eps, 95% lower bound, and the exact bound where the
     audit computes one for the mechanism (Algorithm 1's never-sampled bound: NaN for the others; inf, or a word of
     :data:`INFINITE` in the CSV: no finite eps), and the trial ceiling (:func:`_ceiling`: NaN where the CSV gives no
     way to know it). Any number of rows per CSV; rows alike but for their adjacency are one row (adjacency
@@ -222,8 +222,11 @@ def audit_points(results: str | Path) -> pd.DataFrame:
                                        ceiling=_ceiling(t).values, source=path.name)))
     if (path := results / "audit_first_layer.csv").exists():  # the paper's Inception, its protocol, the final model
         t, _ = provenance.read_csv(path)
-        t = t[t.statistic == "either"].reset_index(drop=True)
-        parts.append(pd.DataFrame(dict(audit="first layer", method=methods.ALG1, model=t.model,
+        # each setting's own test: either statistic; with a conv bias the weights' alone (the bias moves the mean)
+        biased = t["conv_bias"].astype(str).str.lower().eq("true") if "conv_bias" in t else False
+        t = t[(t.statistic == "either") | (biased & (t.statistic == "first_conv"))].reset_index(drop=True)
+        model = t.model + (", " + t.precision if "precision" in t else "")  # each setting apart (bf16, fp32, bias)
+        parts.append(pd.DataFrame(dict(audit="first layer", method=methods.ALG1, model=model,
                                        setting=[f"q = {q:.3g}, T = {int(n):,}" for q, n in zip(t.q, t["T"])], q=t.q,
                                        T=t["T"], adjacency=t.adjacency, adversary_sees=t.adversary_sees.map(
                                            lambda v: "final model" if str(v).startswith("final model") else v),
@@ -237,6 +240,17 @@ def audit_points(results: str | Path) -> pd.DataFrame:
                                        T=t["T"], adjacency="add", adversary_sees=t.adversary_sees,
                                        claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
                                        eps_exact_bound=math.nan, ceiling=_ceiling(t).values,
+                                       source=path.name)))
+    if (path := results / "audit_one_run.csv").exists():  # the one-run audit of real trainings: each score's best k
+        t, _ = provenance.read_csv(path)
+        t = t[(t.verdict != "not_run_yet") & t.best.astype(str).str.lower().eq("true")].reset_index(drop=True)
+        model = [f"{m} {w} ({s.replace('_', ' ')})" for m, w, s in zip(t.model, t.model_label, t.score)]
+        parts.append(pd.DataFrame(dict(audit="one run", method=t.method, model=model,
+                                       setting=[f"q = {q:.3g}, T = {int(n):,}, {int(m):,} canaries"
+                                                for q, n, m in zip(t.q, t["T"], t.canaries)], q=t.q, T=t["T"],
+                                       adjacency="add", adversary_sees="final model",
+                                       claimed_eps=_number(t.claimed_eps), eps_lower_bound=_number(t.eps_lower_bound),
+                                       eps_exact_bound=math.nan, ceiling=_number(t.most_these_guesses_can_show),
                                        source=path.name)))
     if not parts:
         return pd.DataFrame(columns=AUDIT_COLUMNS)

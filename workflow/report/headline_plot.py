@@ -26,7 +26,8 @@ PAPER_MARKER = "d"  # the paper's value (grey): a shape no width of ours uses
 SEES_MARKER = {"every update": "o", "final model": "s", "one release": "D"}  # the audited lower bound, by adversary
 NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "svhn": "SVHN",
          "dermamnist": "DermaMNIST"}
-AUDIT_NAMES = {"canary": "canary", "subspace": "subspace test, white box", "batchnorm": "BatchNorm running stats"}
+AUDIT_NAMES = {"canary": "canary", "subspace": "subspace test, white box", "batchnorm": "BatchNorm running stats",
+               "one run": "one-run audit, real training"}
 # the verdict's colours (Okabe-Ito, told apart with colour-blind eyes too): one per outcome of the interval
 WITHIN, SHIFTED, OUTSIDE, NONE = "#009E73", "#0072B2", "#D55E00", "0.55"
 RED = "#D55E00"  # the right panel: a lower bound above the claim

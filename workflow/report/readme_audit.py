@@ -179,28 +179,32 @@ def _exact(v) -> str:
     return "unbounded" if math.isinf(v) else ("-" if math.isnan(v) else f"{v:.1f}")
 
 
+PRECISION = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
+CONV_BIAS = {True: "yes (footnote 2)", False: "no"}
+
+
+def _flag(v) -> bool:
+    """A CSV's boolean cell (True/False, or the strings pandas leaves when a column mixes types); missing: False."""
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes")
+    return False if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v)
+
+
 def first_layer(src) -> str:
     """The exact final-model test on the paper's Inception (results/<profile>/audit_first_layer.csv): one row per
-    width, neighbouring relation and statistic."""
-    t = src.csv("audit_first_layer")
-    return table(["model", "q", "T", "adjacency", "the adversary says D when", "trials per world",
-                   "D' trials that moved (FP)", "D trials that did not (FN)", "eps lower bound (95%)",
-                   "most these trials can show", "exact bound", "claim for this adjacency", "canary sampled (median)",
-                   "CPU time", "verdict (trials)", "verdict (exact)"],
-                  [[_model(r.model), f"{r.q:.5f}", f"{r.T:,.0f}", ADJ[r.adjacency], r.statistic_is,
+    setting (width, precision, conv bias), neighbouring relation and statistic. A CSV written before the
+    ``conv_bias`` column (every convolution bias-free) reads as conv_bias False."""
+    t = src.csv("audit_first_layer").copy()
+    t["conv_bias"] = t["conv_bias"].map(_flag) if "conv_bias" in t.columns else False
+    return table(["model", "precision", "conv bias", "q", "T", "adjacency", "the adversary says D when",
+                   "trials per world", "D' trials that moved (FP)", "D trials that did not (FN)",
+                   "eps lower bound (95%)", "most these trials can show", "exact bound", "claim for this adjacency",
+                   "canary sampled (median)", "P(canary never sampled) = (1 - q)^T", "CPU time", "verdict (trials)",
+                   "verdict (exact)"],
+                  [[_model(r.model), PRECISION.get(r.precision, r.precision), CONV_BIAS[r.conv_bias], f"{r.q:.5f}",
+                    f"{r.T:,.0f}", ADJ[r.adjacency], r.statistic_is,
                     f"{r.trials_per_world:.0f}", f"{r.false_positives:.0f}", f"{r.false_negatives:.0f}",
                     _bold_if(r.eps_lower_bound, r.matched_claim_eps), f"{r.ceiling:.2f}", _exact(r.exact_bound),
                     f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})", f"{r.canary_sampled_median:.0f}",
-                    f"{r.cpu_s_total / 60:.0f} min", r.verdict, r.verdict_exact] for r in t.itertuples()])
-
-
-def control(src) -> str:
-    """The control with power (results/<profile>/audit_control.csv): DP-SGD at the same claim, every update, the
-    likelihood-ratio test, beside DP-SGD's own epsilon."""
-    t = src.csv("audit_control")
-    return table(["method (mechanism)", "q", "T", "claim (Opacus RDP)", "DP-SGD's own eps", "statistic",
-                   "eps lower bound (95%)", "FPR / FNR (held out)", "held-out trials per world", "verdict"],
-                  [[f"{METHOD(r.method)} ({r.mechanism})", f"{r.q:.5g}", f"{r.T:,.0f}",
-                    f"{r.claimed_eps:g} ({r.certified_eps:.4f})", f"{r.mechanism_eps:.3f} ({r.mechanism_eps_by})",
-                    "likelihood ratio, every update", f"{r.eps_lower_bound:.2f}", f"{r.fpr:.3g} / {r.fnr:.3g}",
-                    f"{r.held_out_per_world:,.0f}", r.verdict] for r in t.itertuples()])
+                    f"{r.never_sampled_probability:.1e}", f"{r.cpu_s_total / 60:.0f} min", r.verdict, r.verdict_exact]
+                   for r in t.itertuples()])

@@ -230,6 +230,7 @@ def builders() -> dict:
     from workflow.report import readme_audit as audit
     from workflow.report import readme_campaign as campaign
     from workflow.report import readme_front as front
+    from workflow.report import readme_privacy as privacy
     r = "results/{p}"
     return {
         "findings": (front.findings, f"{r}/headline_cells.csv, {r}/table*.csv"),
@@ -256,5 +257,8 @@ def builders() -> dict:
         "audit-subspace": (audit.subspace, f"{r}/audit_subspace.csv"),
         "audit-batchnorm": (audit.batchnorm, f"{r}/audit_batchnorm.csv"),
         "audit-first-layer": (audit.first_layer, f"{r}/audit_first_layer.csv"),
-        "audit-control": (audit.control, f"{r}/audit_control.csv"),
+        "audit-control": (privacy.control, f"{r}/audit_control.csv"),
+        "audit-one-run": (privacy.one_run, f"{r}/audit_one_run.csv"),
+        "privacy": (privacy.privacy, f"{r}/audit_first_layer.csv, {r}/audit_one_run.csv, {r}/audit_control.csv, "
+                                   f"{r}/audit_subspace.csv"),
     }

@@ -38,7 +38,7 @@ def collect(root: str | Path = "results/runs") -> pd.DataFrame:
         run = read_run(path)
         preset = get_preset(run["dataset"])
         default = (methods.is_ours(run["method"]) and run["optimizer"] == "sgd" and run["alpha"] == preset.alpha
-                   and run["lr"] == preset.lr)
+                   and run["lr"] == preset.lr and not run["canaries"] and run["model"] == preset.model)
         printed = paper.accuracy(MAIN_TABLE[run["dataset"]])
         cell = printed[(printed.method == methods.label(methods.ALG1)) & (printed.eps == run["eps"])] if default else printed[:0]
         mean = float(cell.accuracy.iloc[0]) if len(cell) else None

@@ -1,0 +1,121 @@
+"""The README's privacy table and the docs blocks of the tests it draws on (see :mod:`workflow.report.readme`): the
+control with power (``audit_control.csv``), the one-run audit (``audit_one_run.csv``), and the table of the tests
+that decide the paper's claim for the trained model (those two, the exact first-layer test, the subspace test's
+null). Typed fields from the CSVs, labels applied here; no numbers in prose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dirdp import methods
+from workflow.report.markdown import table
+from workflow.report.readme_audit import ADJ, METHOD, _bold_if, _exact, _flag, _model
+
+# the control's verdict, from its numbers: a typed value, labelled here
+CONTROL_VERDICTS = {"sound_with_power": "sound, with power: 0 < bound <= DP-SGD's own eps",
+                    "no_power": "no power at these trials (bound 0)",
+                    "above_own_eps": "above DP-SGD's own eps: the audit or the code is wrong"}
+
+
+def control_verdict(eps_lower_bound: float, own_eps: float) -> str:
+    """What the control shows (a key of :data:`CONTROL_VERDICTS`): sound and with power when 0 < bound <= its own
+    eps. Sound: no bound above what the mechanism is; with power: above zero. Not tight: the ratio says how far."""
+    if eps_lower_bound <= 0:
+        return "no_power"
+    return "sound_with_power" if eps_lower_bound <= own_eps else "above_own_eps"
+
+
+def control(src) -> str:
+    """The control with power (results/<profile>/audit_control.csv): DP-SGD at the same claim, every update, the
+    likelihood-ratio test, beside DP-SGD's own epsilon and the bound's ratio to it."""
+    t = src.csv("audit_control")
+    return table(["method (mechanism)", "q", "T", "claim (Opacus RDP)", "DP-SGD's own eps", "statistic",
+                   "eps lower bound (95%)", "bound / own eps", "FPR / FNR (held out)", "held-out trials per world",
+                   "verdict"],
+                  [[f"{METHOD(r.method)} ({r.mechanism})", f"{r.q:.5g}", f"{r.T:,.0f}",
+                    f"{r.claimed_eps:g} ({r.certified_eps:.4f})", f"{r.mechanism_eps:.3f} ({r.mechanism_eps_by})",
+                    "likelihood ratio, every update", f"{r.eps_lower_bound:.2f}",
+                    f"{r.eps_lower_bound / r.mechanism_eps:.2f}", f"{r.fpr:.3g} / {r.fnr:.3g}",
+                    f"{r.held_out_per_world:,.0f}", CONTROL_VERDICTS[control_verdict(r.eps_lower_bound, r.mechanism_eps)]]
+                   for r in t.itertuples()])
+
+
+ONE_RUN_VERDICTS = {"claim_violated": "claim violated", "no_violation_found": "no violation found",
+                    "too_few_canaries": "too few canaries to test the claim", "not_run_yet": "not run yet"}
+SCORES = {"white_box": "white box: displacement along the canary's descent direction",
+          "black_box": "black box: the final model's logit margin"}
+
+
+def _model_name(model: str, label: str) -> str:
+    return {"papernot_cnn": "tanh CNN", "inception": "Inception"}.get(model, model) + (
+        f" ({label})" if isinstance(label, str) and label else "")
+
+
+def one_run(src) -> str:
+    """The one-run audit (results/<profile>/audit_one_run.csv): per run and score, the best k of the grid (its bound
+    holds at the CSV's confidence for the whole grid), against the run's own add/remove claim; a declared run with no
+    result is listed as not run yet."""
+    t = src.csv("audit_one_run")
+    done = t[t.verdict != "not_run_yet"]
+    done = done[done.best.astype(str).str.lower() == "true"]
+    rows = []
+    for r in done.itertuples():
+        rows.append([f"{METHOD(r.method)}", _model_name(r.model, r.model_label), f"{r.q:.5f}", f"{r.T:,.0f}",
+                     f"{r.canaries:,.0f} ({r.canaries_included:,.0f} trained on)", SCORES[r.score],
+                     f"{r.claimed_eps:.2f} ({r.claim_by})", f"{r.own_eps:.2f}", f"{r.k:,.0f}",
+                     f"{r.correct:,.0f} of {r.guesses:,.0f}", _bold_if(r.eps_lower_bound, r.claimed_eps),
+                     f"{r.most_these_guesses_can_show:.2f}", f"{r.score_auc:.3f}", f"{r.test_accuracy:.2f}",
+                     ONE_RUN_VERDICTS[r.verdict]])
+    for r in t[t.verdict == "not_run_yet"].itertuples():
+        rows.append(["-", Path(r.run).stem, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
+                     ONE_RUN_VERDICTS[r.verdict]])
+    return table(["method", "model", "q", "T", "canaries", "score", "claim, add/remove (accountant)", "its own eps",
+                   "guesses k (best of the grid)", "correct", "eps lower bound (95%, the grid's)",
+                   "most k correct guesses can show", "AUC of the score", "test accuracy (%)", "verdict"], rows)
+
+
+def privacy(src) -> str:
+    """The README's privacy table: the tests that decide the paper's claim for the trained model, one row each. The
+    exact first-layer test on the paper's Inception at 1x (each setting's own statistic: either of the two, or with a
+    conv bias the weights' alone), the one-run audit's best k per run and score, the control with power, and the
+    final-model subspace test on the GroupNorm Inception at the paper's q (a null)."""
+    rows = []
+    fl = src.csv("audit_first_layer").copy()
+    fl["conv_bias"] = fl["conv_bias"].map(_flag) if "conv_bias" in fl.columns else False
+    own = fl[fl.model.str.startswith("inception w=1 ")
+             & ((fl.statistic == "either") | (fl.conv_bias & (fl.statistic == "first_conv")))]
+    for r in own.itertuples():
+        rows.append(["exact first-layer test (D' = one record zero at the input)",
+                     f"Inception 1x, {r.precision}" + (", conv bias" if r.conv_bias else ""), "final model",
+                     ADJ[r.adjacency], f"{r.matched_claim_eps:.2f}",
+                     f"D' moved in {r.false_positives:.0f} of {r.trials_per_world:.0f}, D stayed in "
+                     f"{r.false_negatives:.0f} of {r.trials_per_world:.0f}; P_D(stayed) = (1 - q)^T = "
+                     f"{r.never_sampled_probability:.1e}",
+                     _bold_if(r.eps_lower_bound, r.matched_claim_eps), _exact(r.exact_bound), r.verdict_exact])
+    if (src.folder / "audit_one_run.csv").exists():
+        t = src.csv("audit_one_run")
+        best = t[(t.verdict != "not_run_yet") & (t.best.astype(str).str.lower() == "true")]
+        for r in best.itertuples():
+            rows.append([f"one-run audit, {r.canaries:,.0f} canaries, {r.score.replace('_', ' ')}",
+                         f"{METHOD(r.method)}, {_model_name(r.model, r.model_label)}", "final model", ADJ["add"],
+                         f"{r.claimed_eps:.2f}", f"{r.correct:,.0f} of {r.guesses:,.0f} guesses right",
+                         _bold_if(r.eps_lower_bound, r.claimed_eps), "-", ONE_RUN_VERDICTS[r.verdict]])
+        for r in t[t.verdict == "not_run_yet"].itertuples():
+            rows.append(["one-run audit", Path(r.run).stem, "final model", ADJ["add"], "-", "not run yet", "-", "-",
+                         ONE_RUN_VERDICTS[r.verdict]])
+    for r in src.csv("audit_control").itertuples():
+        rows.append([f"control: {METHOD(r.method)}, likelihood-ratio test, q = {r.q:.3g}, T = {r.T:,.0f}",
+                     r.model, "every update", ADJ["add"], f"{r.claimed_eps:.2f}",
+                     f"its own eps {r.mechanism_eps:.3f}; bound / own eps = {r.eps_lower_bound / r.mechanism_eps:.2f}",
+                     f"{r.eps_lower_bound:.2f}", "-",
+                     CONTROL_VERDICTS[control_verdict(r.eps_lower_bound, r.mechanism_eps)]])
+    sub = src.csv("audit_subspace")
+    null = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == "final model") & (sub.q < 1)
+               & sub.model.str.startswith("inception")]
+    for r in null.itertuples():
+        rows.append([f"subspace test, q = {r.q:.3g}, T = {r.T:,.0f}", f"{METHOD(r.method)}, {_model(r.model)} "
+                     "(GroupNorm)", "final model", ADJ[r.adjacency], f"{r.matched_claim_eps:.2f}",
+                     f"{r.trials_per_world:.0f} trials a world", _bold_if(r.eps_lower_bound, r.matched_claim_eps),
+                     "-", r.verdict])
+    return table(["test", "model", "the adversary sees", "neighbours", "claim", "what was seen",
+                  "eps lower bound (95%)", "exact bound", "verdict"], rows)
