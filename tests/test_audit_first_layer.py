@@ -179,3 +179,21 @@ def test_the_vectorised_threshold_search_picks_the_threshold_one_call_per_candid
         if case % 5 == 0:
             neg = torch.zeros(n, dtype=torch.float64)  # a world whose statistic is identically 0
         assert audit_threshold(neg, pos, delta=1e-5)[1] == loop(neg, pos, 1e-5)
+
+
+def test_the_record_of_d_prime_is_no_8_bit_image_and_an_8_bit_uniform_record_could_move_the_first_convolution():
+    """What docs/audit.md says of D': it is zero after normalisation, the data set's mean, which is not an integer
+    pixel value; and a uniform 8-bit image (black, or the nearest grey to the mean) is not zero at the input, and the
+    first convolution's patches of it span every kernel, so the exact argument does not carry over to it."""
+    from dirdp.data import get_spec
+    from dirdp.models import build_model
+
+    spec = get_spec("mnist")
+    assert spec.mean[0] * 255 != round(spec.mean[0] * 255)  # 33.33...: no 8-bit file holds the zero record
+    conv = next(m for m in build_model("inception", num_classes=10, in_channels=1).modules()
+                if isinstance(m, torch.nn.Conv2d))
+    for value in (0, 33, 34, 255):
+        x = torch.full((1, 1, 28, 28), (value / 255 - spec.mean[0]) / spec.std[0])
+        assert x.abs().min() > 0
+        patches = torch.nn.functional.unfold(x, conv.kernel_size, padding=conv.padding, stride=conv.stride)[0].T
+        assert torch.linalg.matrix_rank(patches.double()) == conv.weight[0].numel()  # every kernel direction

@@ -5,8 +5,8 @@ A control that finds nothing says nothing unless it could have found something. 
 epsilon by Opacus' RDP accountant (the audit's one calibration), trained on the canary audit's problem
 (:func:`dirdp.audit.canary.canary_problem`: D' orthogonal to the canary direction u, the canary's gradient large),
 and tested with the log-likelihood ratio of the updates' projections on u (:func:`dirdp.audit.canary._update_llr`,
-summed over the steps in :func:`dirdp.audit.canary.train_linear_trials`). A calibrated audit finds
-0 < lower bound <= DP-SGD's own epsilon (:func:`gaussian_exact_epsilon`) <= the claim.
+summed over the steps in :func:`dirdp.audit.canary.train_linear_trials`). A sound audit with power finds
+0 < lower bound <= DP-SGD's own epsilon (:func:`gaussian_exact_epsilon`) <= the claim; not a tight one.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def dpsgd_control(problem: CanaryProblem, *, q: float, steps: int, eps: float, t
     delta) at (q, T = ``steps``), audited by the adversary DP-SGD's own guarantee covers (every update) with the most
     powerful statistic there is for this pair of worlds (``likelihood``: :func:`_update_llr` summed over the steps).
     The canary's gradient is large (clipped to C at almost every step) and orthogonal to D's, so the audit sees
-    nearly all of what DP-SGD lets through. A calibrated audit finds 0 < lower bound <= the mechanism's own epsilon
-    (:func:`gaussian_exact_epsilon`) <= the claim. Held-out thresholding as every other row."""
+    nearly all of what DP-SGD lets through. A sound audit with power finds 0 < lower bound <= the mechanism's own
+    epsilon (:func:`gaussian_exact_epsilon`) <= the claim. Held-out thresholding as every other row."""
     from dirdp.audit.stats import audit_threshold
 
     t0 = time.perf_counter()

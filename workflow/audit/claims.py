@@ -83,3 +83,13 @@ def verdict(eps_lower_bound: float, claimed_eps: float, most: float) -> str:
     if eps_lower_bound > claimed_eps:
         return "claim violated"
     return "too few trials to test the claim" if most <= claimed_eps else "no violation found"
+
+
+def control_verdict(eps_lower_bound: float, own_eps: float) -> str:
+    """What a control shows (DP-SGD audited by a test with power): "sound_with_power" when 0 < bound <= the
+    mechanism's own eps (sound: no bound above what the mechanism is; with power: above zero; not tight: the ratio
+    bound / own eps says how far), "no_power" when the bound is 0, "above_own_eps" when it exceeds the mechanism's
+    own eps (the audit or the code is wrong)."""
+    if eps_lower_bound <= 0:
+        return "no_power"
+    return "sound_with_power" if eps_lower_bound <= own_eps else "above_own_eps"

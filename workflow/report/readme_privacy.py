@@ -8,21 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from dirdp import methods
+from workflow.audit.claims import control_verdict
 from workflow.report.markdown import table
 from workflow.report.readme_audit import ADJ, METHOD, _bold_if, _exact, _flag, _model
 
-# the control's verdict, from its numbers: a typed value, labelled here
+# the control's verdict (workflow.audit.claims.control_verdict, from its numbers), labelled here
 CONTROL_VERDICTS = {"sound_with_power": "sound, with power: 0 < bound <= DP-SGD's own eps",
                     "no_power": "no power at these trials (bound 0)",
                     "above_own_eps": "above DP-SGD's own eps: the audit or the code is wrong"}
-
-
-def control_verdict(eps_lower_bound: float, own_eps: float) -> str:
-    """What the control shows (a key of :data:`CONTROL_VERDICTS`): sound and with power when 0 < bound <= its own
-    eps. Sound: no bound above what the mechanism is; with power: above zero. Not tight: the ratio says how far."""
-    if eps_lower_bound <= 0:
-        return "no_power"
-    return "sound_with_power" if eps_lower_bound <= own_eps else "above_own_eps"
 
 
 def control(src) -> str:
