@@ -165,7 +165,7 @@ rule runs_summary:
         deps(
             "notebooks/runs_summary.ipynb",
             CODE,
-            run_inputs(sorted(RUNS)),
+            run_inputs(sorted(TRAIN_RUNS)),
         ),
     output:
         *report_outputs(
