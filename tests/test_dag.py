@@ -79,6 +79,7 @@ def profile_outputs(root: Path, profile: str) -> dict[str, str]:
     return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(files)}
 
 
+@pytest.mark.slow
 def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
     # --forceall: the whole DAG, whatever is already on disk (a fresh clone has committed results)
     proc = snakemake("-n", "-q", "rules", "--forceall", "--configfile", "config/paper.yaml", data=tiny_root)
@@ -102,6 +103,7 @@ def data_root_with(root: Path, *names: str) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_missing_data_a_dry_run_shows_the_plan_and_lists_what_is_missing(tmp_path):
     proc = snakemake("-n", "-q", "rules", "--configfile", "config/paper.yaml", data=tmp_path, check=False)
     out = proc.stdout + proc.stderr
@@ -115,6 +117,7 @@ def test_missing_data_a_dry_run_shows_the_plan_and_lists_what_is_missing(tmp_pat
     assert "datasets=[" not in out and "A real run stops before any job" in out and "Traceback" not in out
 
 
+@pytest.mark.slow
 def test_missing_data_stops_a_real_run_before_any_job(tmp_path):
     work = copy_workflow(tmp_path / "work")
     root = data_root_with(tmp_path / "data", "mnist")
@@ -153,12 +156,14 @@ def test_an_empty_list_of_data_sets_or_objects_is_an_error_not_every_one(overrid
         Profile.from_config({"profile": "smoke", key: []})
 
 
+@pytest.mark.slow
 def test_datasets_config_restricts_the_dag(mirror_root):
     proc = snakemake("-n", "-q", "rules", "--forceall", "--configfile", "config/paper.yaml", "--config",
                      "datasets=[mnist]", data=mirror_root)
     assert job_counts(proc.stdout)["train"] == 65  # Table 2: (5 eps + 4 tempered + 4 LATENT) x 5 seeds
 
 
+@pytest.mark.slow
 def test_train_false_aggregates_without_training(tiny_root):
     proc = snakemake("-n", "-q", "rules", "--configfile", "config/cpu.yaml", "--config", "train=false",
                      "--forcerun", "table2_mnist", "index", data=tiny_root)
@@ -166,6 +171,7 @@ def test_train_false_aggregates_without_training(tiny_root):
     assert "train" not in jobs and jobs["table2_mnist"] == 1 and jobs["index"] == 1
 
 
+@pytest.mark.slow
 def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
     proc = snakemake("-n", "--forceall", "--profile", "profiles/slurm", "--config", "datasets=[mnist]", data=tiny_root)
     train_jobs = [block for block in proc.stdout.split("rule ")[1:] if block.startswith("train:")]
@@ -173,6 +179,7 @@ def test_slurm_profile_dry_run_requests_the_gpu_as_gres(tiny_root):
     assert all("gres=gpu:1" in b and "gpu=0" in b and "--threads 4" in b for b in train_jobs)
 
 
+@pytest.mark.slow
 def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     work = smoke_dag.work
     for name in OBJECTS:
@@ -221,6 +228,7 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     assert one_run.groupby("score").best.sum().eq(1).all() and (one_run.eps_lower_bound >= 0).all()
 
 
+@pytest.mark.slow
 def test_the_smoke_run_leaves_the_committed_profile_outputs_byte_for_byte(smoke_dag):
     work, before = smoke_dag.work, smoke_dag.before
     assert any(f.startswith(f"results/{COMMITTED_PROFILE}/") for f in before)  # the committed results were copied
@@ -229,6 +237,7 @@ def test_the_smoke_run_leaves_the_committed_profile_outputs_byte_for_byte(smoke_
     assert (work / "results/smoke/table2_mnist.csv").exists() and (work / "figures/smoke/table2_mnist.png").exists()
 
 
+@pytest.mark.slow
 def test_rerun_does_nothing_and_an_interrupted_dag_redoes_only_the_missing_run(smoke_dag):
     work = smoke_dag.work
     again = snakemake("-n", "-q", "rules", "--configfile", "config/smoke.yaml", cwd=work)
@@ -256,6 +265,7 @@ def job_files(dry_run_output: str) -> dict[str, list[str]]:
     return files
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["cpu", "quick", "smoke"])
 def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
     proc = snakemake("-n", "-p", "--forceall", "--configfile", f"config/{profile}.yaml", data=tiny_root)
@@ -282,13 +292,14 @@ def test_every_output_of_a_profile_lies_in_its_own_folders(profile, tiny_root):
         assert len(check.stdout.splitlines()) == len(every) and kept == [], kept
 
 
+@pytest.mark.slow
 def test_a_dry_run_lists_the_runs_the_profile_declares_that_it_does_not_train(tmp_path, tiny_root):
     """Where the tables that read a run are on disk, Snakemake plans no train job for the run (a real run neither);
     the dry run then lists every such run, one a line, and the command that trains them, which plans exactly them."""
     work = copy_workflow(tmp_path / "clone", outputs=True)
     gone = "results/runs/cpu/mnist/alg1_eps2_seed0.json"
     (work / gone).unlink()
-    runs = Profile.load(REPO / "config/cpu.yaml").all_runs()
+    runs = Profile.load(REPO / "config/cpu.yaml").every_run()  # the one-run audit's runs too
     missing = sorted(p for p in runs if not (work / p).exists())
     assert gone in missing
     proc = snakemake("-n", "--configfile", "config/cpu.yaml", cwd=work, data=tiny_root)
@@ -307,6 +318,7 @@ def test_a_dry_run_lists_the_runs_the_profile_declares_that_it_does_not_train(tm
     assert "missing: " not in forced.stderr  # every one is planned now
 
 
+@pytest.mark.slow
 def test_a_fresh_clone_plans_no_job_whatever_the_order_git_wrote_its_files(tmp_path, tiny_root):
     """A clone writes its files in any order, so an output can be older than its notebook or its runs; with the
     rerun triggers of profiles/default (no mtime) the committed results are up to date, while
@@ -343,6 +355,7 @@ def test_snakefile_includes_every_rule_file_and_defines_only_the_default_target(
     assert 'validate(config, "config/schema.yaml"' in text
 
 
+@pytest.mark.slow
 def test_every_rule_has_a_docstring(tiny_root):
     out = snakemake("--list-rules", data=tiny_root).stdout
     # one rule per unindented line, "name (docstring)"; a docstring's further lines are indented
@@ -440,6 +453,7 @@ def test_a_profile_without_device_or_extends_stops_the_dag_before_any_job(tmp_pa
     assert "Traceback" not in out and "Building DAG" not in out
 
 
+@pytest.mark.slow
 def test_a_profile_that_extends_paper_takes_each_key_it_leaves_out_everywhere_alike(tmp_path, tiny_root):
     path = tmp_path / "mine.yaml"
     path.write_text("profile: mine\nextends: paper\nobjects: [table2_mnist]\ndatasets: [mnist]\n"

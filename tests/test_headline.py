@@ -64,9 +64,10 @@ def _with_matched_claims(tmp_path: Path) -> Path:
 def test_the_audit_points_of_the_committed_csvs():
     audit = headline.audit_points(CPU)
     assert list(audit.columns) == headline.AUDIT_COLUMNS
-    assert set(audit.audit) == {"canary", "subspace", "batchnorm", "first layer", "control"}
-    first = audit[audit.audit == "first layer"]  # the exact final-model test on the paper's Inception
-    assert set(first.model) == {"inception w=1 (BatchNorm)", "inception w=0.25 (BatchNorm)"}
+    assert set(audit.audit) == {"canary", "subspace", "batchnorm", "first layer", "control", "one run"}
+    first = audit[audit.audit == "first layer"]  # the exact final-model test on the paper's Inception, each setting
+    assert set(first.model) == {"inception w=1 (BatchNorm), bf16", "inception w=0.25 (BatchNorm), bf16",
+                                "inception w=1 (BatchNorm), fp32", "inception w=1 (BatchNorm, conv bias), fp32"}
     assert first.eps_exact_bound.map(math.isinf).all() and (first.eps_lower_bound > first.claimed_eps).all()
     assert dict(zip(first.adjacency, first.claimed_eps)) == {"add": 1.0, "replace": 2.0}
     control = audit[audit.audit == "control"]  # DP-SGD's control: a bound above zero, not above its claim
@@ -199,7 +200,8 @@ def _more_audit_rows(tmp_path: Path) -> Path:
     """The committed audit CSVs with rows a later audit adds: final-model canary rows of the paper's Inception at
     1x and 0.25x, with a ``ceiling`` column (blank for the rows made before it) and an exact bound written
     "unbounded" or inf."""
-    for name in ("audit_subspace.csv", "audit_batchnorm.csv", "audit_first_layer.csv", "audit_control.csv"):
+    for name in ("audit_subspace.csv", "audit_batchnorm.csv", "audit_first_layer.csv", "audit_control.csv",
+                 "audit_one_run.csv"):
         shutil.copy(CPU / name, tmp_path / name)
     t, prov = provenance.read_csv(CPU / "audit_canary.csv")
     new = t[(t.method == "alg1") & (t.statistic == "final")].head(2).copy()
@@ -238,6 +240,7 @@ def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_boun
     committed_fig = headline_plot.draw_headline(_cells(), committed)
     committed_arrows = [line for line in committed_fig.axes[1].get_lines() if line.get_marker() == ">"]
     # the subspace test's two rows at q = 1, the BatchNorm running statistics' row, the first-layer test's four rows
+    # (1x and 0.25x, add and replace; at 1x one row holds the three settings, bf16, fp32 and fp32 with conv biases)
     assert len(committed_arrows) == 2 + 1 + 4
     assert len(arrows) == len(committed_arrows) + 2  # and the two new rows'
     assert all(line.get_xdata()[0] < right.get_xlim()[1] for line in arrows)
