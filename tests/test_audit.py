@@ -78,6 +78,7 @@ def test_one_algorithm1_update_gives_back_the_private_image(mnist_images):
     assert max(errors) < 1e-3  # float32 ratios of tiny updates; typically ~1e-6
 
 
+@pytest.mark.slow
 def test_one_dpsgd_update_at_the_same_claimed_epsilon_hides_the_image(mnist_images):
     cal = dpsgd.calibrate(eps=1.0, delta=1e-5, q=0.005, steps=20000)
     torch.manual_seed(0)
@@ -116,6 +117,7 @@ def test_canary_problem_is_a_pair_of_neighbouring_sets_with_an_orthogonal_direct
     assert float(problem.x_canary @ problem.direction) > 10
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["alg1", "dpsgd"])
 def test_canary_audit_finds_algorithm1_and_does_not_accuse_dpsgd(problem, method):
     """At claimed eps = 1 (q = 0.005, T = 1000, 60 trials per world), each method set to eps = 1 by
@@ -135,6 +137,7 @@ def test_canary_audit_finds_algorithm1_and_does_not_accuse_dpsgd(problem, method
         assert all(row["eps_lower_bound"] <= 1.0 and math.isnan(row["eps_exact_bound"]) for row in rows)
 
 
+@pytest.mark.slow
 def test_the_statistic_is_exactly_zero_without_the_canary_for_algorithm1(problem):
     """Every record of D' is orthogonal to the canary direction and Algorithm 1 adds no noise to
     the parameters, so theta_T u = 0 in every D' trial; with the canary, it is sampled in most trials."""
@@ -168,6 +171,7 @@ def test_latent_audit_refutes_uer_and_not_randomized_response(mnist_images, mech
         assert row["certified_eps"] <= 1.0 + 1e-9 and row["eps_lower_bound"] <= 1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["alg1", "dpsgd"])
 def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mirror_root, monkeypatch, method):
     """Also for DP-SGD, whose released Inception has GroupNorm in place of BatchNorm."""
@@ -184,6 +188,7 @@ def test_load_trained_gives_back_the_released_model_and_its_members(tmp_path, mi
     assert loop.accuracy(net, data["test"]) == res["test_accuracy"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("norm", ["batch", "group"])
 def test_a_released_models_membership_row_says_which_normalisation_it_had(tmp_path, mirror_root, monkeypatch, norm):
     """Two released Algorithm-1 models of one setting differing only in --norm must not share a label in the
@@ -233,6 +238,7 @@ def _copy_run(run: Path, to: Path, *, weights: bool = True) -> Path:
     return to / run.name
 
 
+@pytest.mark.slow
 def test_a_released_models_row_is_kept_in_its_record_and_read_back_without_the_weights(released_run, tmp_path,
                                                                                         mirror_root):
     """With store, the row computed from the weights is written beside the run (X.json.membership); the weights gone
@@ -252,6 +258,7 @@ def test_a_released_models_row_is_kept_in_its_record_and_read_back_without_the_w
                                               else again[k] == row[k] for k in row)
 
 
+@pytest.mark.slow
 def test_a_record_made_for_other_weights_n_or_code_gives_no_row_without_the_weights(released_run, tmp_path,
                                                                                       mirror_root, monkeypatch):
     """Another n, other weights (the result's params_sha256), other row code: the record is not read; with the
@@ -310,6 +317,7 @@ def test_the_committed_records_were_made_by_this_code():
     assert {json.loads(p.read_text())["key"]["code_sha256"] for p in records} == {membership.code_sha256()}
 
 
+@pytest.mark.slow
 def test_membership_command_keeps_each_row_and_refuses_a_run_without_weights_or_record(released_run, tmp_path,
                                                                                        mirror_root, capsys):
     """python -m dirdp membership RUN.json: writes the record, says the AUC; a run with neither weights nor record,
@@ -376,6 +384,7 @@ def test_roc_statistics_against_their_definitions():
     assert audit.roc_at(torch.ones(10), torch.ones(10))["auc"] == 0.5  # ties count 1/2
 
 
+@pytest.mark.slow
 def test_loss_threshold_attack_sees_an_overfitted_model(mnist_images):
     members = type(mnist_images)(mnist_images.x[:64], mnist_images.y[:64])
     others = type(mnist_images)(mnist_images.x[64:1064], mnist_images.y[64:1064])
@@ -405,6 +414,7 @@ def test_match_to_truth_undoes_a_permutation_of_the_batch(mnist_images):
     assert torch.equal(audit.match_to_truth(noisy, x), noisy[perm.argsort()])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", ["paper", "cpu", "quick", "smoke"])
 def test_every_profiles_canary_settings_are_feasible_at_the_claimed_epsilon(profile):
     """Theorem 10 has a floor (lim r->0 h(r)): an audit setting below it would stop the DAG. Each
@@ -532,6 +542,7 @@ def test_the_inversion_dpsgd_step_is_opacus_step(monkeypatch):
         assert torch.allclose(-torch.cat([gw, gb[:, None]], 1), ref, rtol=1e-5 if C == 1.0 else 1e-12, atol=1e-15)
 
 
+@pytest.mark.slow
 def test_one_calibration_sets_each_method_to_the_claimed_epsilon():
     """canary._noise_for: the audit's single eps -> (r* | sigma) calibration, each certified by its accountant."""
     from dirdp import accountant

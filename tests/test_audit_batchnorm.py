@@ -62,6 +62,7 @@ def test_one_record_moves_the_others_releases_through_batchnorm_and_not_through_
     assert [row["batch_size"] for row in bn] == [row["batch_size"] for row in gn]  # same batches: same seed
 
 
+@pytest.mark.slow
 def test_the_running_statistics_tell_the_two_worlds_apart_at_every_trial():
     x = torch.rand(12, 1, 28, 28, generator=torch.Generator().manual_seed(2))
     canary = torch.ones(1, 28, 28)
@@ -75,6 +76,7 @@ def test_the_running_statistics_tell_the_two_worlds_apart_at_every_trial():
         batchnorm.running_stats_audit(lambda seed: _net("group", seed), x, canary, trials=2)
 
 
+@pytest.mark.slow
 def test_the_membership_score_finds_the_last_batch_when_it_makes_the_running_mean():
     """With the first BatchNorm's momentum set to 1 the running mean IS the last batch's (~4 records) mean: its
     records must score above test records (which differ in brightness, so their channel means differ). At the

@@ -29,6 +29,7 @@ def canary_image(mirror_root):
     return test.x[0], int(test.y[0]), test
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bf16", [True, False])
 def test_zero_records_train_the_model_but_never_move_the_first_convolution_or_running_mean(canary_image, bf16):
     x_c, y_c, test = canary_image
@@ -41,6 +42,7 @@ def test_zero_records_train_the_model_but_never_move_the_first_convolution_or_ru
     assert rec["running_mean_abs_max"] == 0.0 and rec["finite"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("adjacency", ["add", "replace"])
 def test_the_canary_moves_both_once_it_is_sampled(canary_image, adjacency):
     x_c, y_c, test = canary_image
@@ -93,6 +95,7 @@ def test_the_key_of_a_setting_without_conv_bias_is_what_the_committed_trials_car
     assert first_layer.trial_seed(biased, "add", 0, 3) == first_layer.trial_seed(first_layer.Setting(), "add", 0, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bf16", [True, False])
 def test_with_a_bias_on_every_convolution_zero_records_still_never_move_the_first_convolutions_weights(
         canary_image, bf16):

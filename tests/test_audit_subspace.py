@@ -71,6 +71,7 @@ def test_jacobian_rows_are_the_per_record_logit_gradients(problem):
         assert torch.allclose(rows[10 * i + k], subspace.flat(g), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("adjacency", ["add", "replace"])
 def test_alg1_world0_is_round_off_and_world1_is_far_above(one_step, adjacency):
     v = one_step[("alg1", adjacency)]
@@ -171,6 +172,7 @@ def test_a_row_faces_its_own_adjacencys_claim(rows):
     assert rows[("dpsgd", "replace")]["matched_claim_eps"] == pytest.approx(2 * rows[("dpsgd", "add")]["certified_eps"])
 
 
+@pytest.mark.slow
 def test_the_final_model_statistic_on_a_tiny_model(problem):
     """theta_T - theta_0 outside S_0 + S_T: world 0's residual is not round-off once the parameters move (the
     Jacobians drift) but stays far below world 1's, where the canary was sampled; a run that never moved is 0;
@@ -190,6 +192,7 @@ def test_the_final_model_statistic_on_a_tiny_model(problem):
     assert float(never["final0"].abs().max()) == 0.0 and float(never["final1"].abs().max()) == 0.0
 
 
+@pytest.mark.slow
 def test_the_trials_split_over_processes_give_the_same_statistics(problem):
     kw = dict(methods=("alg1",), adjacencies=("add",), q=0.2, steps=2, trials=4, problem=problem, seed=5)
     one, two = subspace.subspace_residuals(*TINY, **kw), subspace.subspace_residuals(*TINY, workers=2, **kw)

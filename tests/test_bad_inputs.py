@@ -72,6 +72,7 @@ def test_the_table_has_every_kind_of_mistake():
     assert any(cmd.startswith("PROFILE=") for cmd in cmds) and any(cmd.startswith("bash scripts/main.sh -") for cmd in cmds)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cmd, rc, says", rows(), ids=[r[0][:60] for r in rows()])
 def test_each_bad_input_gets_what_the_docs_say(cmd, rc, says, places, capsys, monkeypatch):
     fill = {k: str(v) for k, v in places.items()}

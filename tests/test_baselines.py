@@ -23,6 +23,7 @@ def test_tempered_sigmoid_is_tanh_at_2_2_1_and_bounded():
 
 @pytest.mark.parametrize("eps,q,steps", [(1.0, 250 / 60000, 9600), (2.0, 250 / 60000, 9600), (2.0, 0.01, 500),
                                          (8.0, 250 / 73257, 11722)])
+@pytest.mark.slow
 def test_noise_multiplier_meets_the_target_epsilon_not_above(eps, q, steps):
     from opacus.accountants import RDPAccountant
 
@@ -52,6 +53,7 @@ def test_calibration_warns_only_when_the_answers_best_order_is_the_largest():
     assert get_privacy_spent(orders=orders, rdp=rdp, delta=1e-5)[1] < max(orders)
 
 
+@pytest.mark.slow
 def test_noise_multiplier_falls_as_the_budget_grows():
     sig = [dpsgd.calibrate(eps=e, delta=1e-5, q=250 / 60000, steps=9600).noise_multiplier for e in (0.5, 1, 2, 4)]
     assert sig == sorted(sig, reverse=True)
@@ -128,6 +130,7 @@ def tiny_mnist(tiny_root):
     return {s: load("mnist", s, root=tiny_root, download=False) for s in ("train", "test")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["dpsgd", "tempered", "latent"])
 def test_each_baseline_trains_through_the_run_pipeline(method, tiny_mnist, tmp_path):
     cfg = make_config("mnist", 2.0, 0, method=method, steps=6, q=0.25, width=0.0625, eval_every=3, log_every=2)

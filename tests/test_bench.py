@@ -21,6 +21,7 @@ def rows():
     return bench_campaign.campaign_bench(("resnet9",), device="cpu", width=0.0625, reps=1, warmup=0)
 
 
+@pytest.mark.slow
 def test_campaign_rows_time_every_method_at_both_precisions(rows):
     assert [(r["model"], r["precision"]) for r in rows] == [("resnet9", "fp32"), ("resnet9", "bf16+cl")]
     for r in rows:
@@ -116,6 +117,7 @@ def test_print_campaign_bench(rows, capsys):
 
 # the CPU precision sweep (python -m dirdp bench --sweep)
 
+@pytest.mark.slow
 def test_the_sweep_times_every_configuration_against_its_own_peak():
     from workflow.bench import sweep
 
@@ -167,6 +169,7 @@ def test_the_load_meter_sees_other_processes_and_a_busy_machine_refuses_results_
     assert sweep.refuse_busy_results_json(str(tmp_path / "elsewhere.json"), dict(load=busy)) is None
 
 
+@pytest.mark.slow
 def test_the_core_benchmark_is_a_mode_of_the_one_entry_point(tmp_path):
     """benchmarks/bench_core.py (issue 36, item 4) is a thin caller of `python -m dirdp bench --core`: it times nothing
     itself, and what it prints and writes is the CLI's (the rows name the CLI's command)."""

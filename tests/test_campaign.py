@@ -97,6 +97,7 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
                              "grids": {"table2_mnist": {"eps": [1], "extra": [{"eps": 1, "precision": "fp16"}]}}}).all_runs()
 
 
+@pytest.mark.slow
 def test_each_train_job_of_the_dag_has_its_place_in_the_profiles_order_as_priority(mirror_root):
     """The one order: Snakemake starts the train jobs by priority, and each job's priority is its run's place in the
     profile's campaign order, so that the DAG and a campaign train in the order the profile declares."""
@@ -117,6 +118,7 @@ def _env(tiny_root):
     return dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
 
 
+@pytest.mark.slow
 def test_smoke_campaign_trains_through_snakemake_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path):
     work, pack_dir, repo = tmp_path / "work", tmp_path / "pack", tmp_path / "repo"
     done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--smoke", "--max-runs", "3",
@@ -173,6 +175,7 @@ def test_smoke_campaign_trains_through_snakemake_k_at_a_time_packs_and_unpacks(t
     assert any(w.endswith(".model.pt") for w in written)
 
 
+@pytest.mark.slow
 def test_the_budget_stops_each_run_with_its_checkpoint_and_the_next_campaign_resumes_it(tiny_root, tmp_path,
                                                                                          monkeypatch):
     (tmp_path / "long.yaml").write_text(LONG)
@@ -221,6 +224,7 @@ def _progress(log: Path) -> int:
     return int(found[-1]) if found else 0
 
 
+@pytest.mark.slow
 def test_campaign_sh_start_stop_and_start_again_resumes_the_run_from_its_checkpoint(tiny_root, tmp_path):
     """scripts/campaign.sh on a tiny profile: start trains in the background through Snakemake, stop makes the run
     write its checkpoint and waits for it, and the next start resumes it from there."""
@@ -250,6 +254,7 @@ def test_campaign_sh_start_stop_and_start_again_resumes_the_run_from_its_checkpo
     assert not out.with_name(out.name + ".lock").exists()
 
 
+@pytest.mark.slow
 def test_redo_dirty_trains_a_result_of_uncommitted_code_again_and_replaces_it(tiny_root, tmp_path, monkeypatch):
     """``campaign: redo_dirty`` queues a finished run whose provenance says "+dirty": Snakemake is told to force it and
     it lands anew at its path (here: the same weights, since a run is deterministic on CPU); status says both
@@ -281,6 +286,7 @@ def test_redo_dirty_trains_a_result_of_uncommitted_code_again_and_replaces_it(ti
     assert plain.done()
 
 
+@pytest.mark.slow
 def test_a_run_with_more_threads_gets_them_from_snakemake(tiny_root, tmp_path, monkeypatch):
     """``training: threads_by_width`` gives a wider run more torch threads: its train job asks Snakemake for them, so
     with K = 2 cores it runs alone; each result records its sessions' threads."""
@@ -353,6 +359,7 @@ def test_unpack_refuses_files_outside_results(tmp_path):
         packing.unpack(tmp_path / "nothing", root=tmp_path)
 
 
+@pytest.mark.slow
 def test_campaign_cli_errors_are_clear(tmp_path):
     for args, match in [(["run", "--config", "config/nope.yaml", "--smoke"], "no profile"),
                         (["run", "--k", "0", "--smoke"], "--k must be at least 1"),
@@ -364,6 +371,7 @@ def test_campaign_cli_errors_are_clear(tmp_path):
         assert done.returncode == 2 and match in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
 def test_the_gpu_campaign_without_a_gpu_says_so():
     done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--no-tests", "--no-bench"], cwd=REPO,

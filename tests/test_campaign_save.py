@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from dirdp import training
 from dirdp.run_result import weights_path
 from workflow.audit import released
@@ -44,6 +46,7 @@ def _git(work: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=work, capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.slow
 def test_save_commits_the_membership_record_of_a_run_whose_weights_stay_out_of_git(tmp_path, mirror_root):
     work = _repo(tmp_path)
     runs = work / "results/runs/cpu/mnist"
@@ -70,6 +73,7 @@ def test_save_commits_the_membership_record_of_a_run_whose_weights_stay_out_of_g
     assert "AUC 0." in proc.stdout
 
 
+@pytest.mark.slow
 def test_save_parks_an_unfinished_runs_checkpoint_in_history_and_a_fresh_clone_restores_it(tmp_path):
     """save: one commit adds the checkpoint of an unfinished run, the next takes it out of the tree and records in
     results/campaign/cpu/parked.json where history holds it (the tree a GPU node is sent never carries it); a fresh

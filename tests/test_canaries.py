@@ -71,6 +71,7 @@ def test_the_scores_point_at_the_canary_a_model_was_trained_on():
     assert np.allclose(canaries.scores(net0, net0, c)["white_box"], 0.0)
 
 
+@pytest.mark.slow
 def test_a_run_with_canaries_trains_on_those_drawn_in_and_records_every_score(tiny_root, tmp_path,
                                                                              kill_at_first_checkpoint):
     env = dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1")

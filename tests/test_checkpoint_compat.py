@@ -171,6 +171,7 @@ def _portable_floats(r: dict) -> bool:
     return not r["exp"].get("bf16") or _same_bits(_floats(r["fixture"]), _floats(r["step5"]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_a_checkpoint_of_an_earlier_commit_loads_and_resumes_at_its_step_with_its_state(case, runs):
     r = runs(case)

@@ -69,6 +69,7 @@ def test_provenance_round_trip(tmp_path):
         provenance.read_csv(tmp_path / "plain.csv")
 
 
+@pytest.mark.slow
 def test_bench_prints_a_ratio_per_model():
     out = run("bench", "--models", "resnet9", "--width", "0.0625", "--reps", "1", "--json")
     assert out.returncode == 0, out.stderr
@@ -99,6 +100,7 @@ def test_an_infeasible_eps_is_refused_before_the_data_is_looked_for(tmp_path, ca
     assert not (tmp_path / "none").exists() and not out.parent.exists()
 
 
+@pytest.mark.slow
 def test_bench_baselines_times_dpsgd_against_algorithm1_on_the_same_model():
     out = run("bench", "--models", "inception", "--width", "0.0625", "--reps", "1", "--baselines", "--json")
     assert out.returncode == 0, out.stderr
@@ -108,6 +110,7 @@ def test_bench_baselines_times_dpsgd_against_algorithm1_on_the_same_model():
     assert "DP-SGD / Alg. 1" in out.stdout
 
 
+@pytest.mark.slow
 def test_an_existing_result_of_another_run_is_refused_and_its_own_is_left_alone(tiny_root, tmp_path):
     out = tmp_path / "x.json"
     base = ["train", "--dataset", "mnist", "--steps", "2", "--q", "0.25", "--width", "0.0625", "--no-progress",
@@ -402,6 +405,7 @@ ARGPARSE_MISTAKES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", ARGPARSE_MISTAKES, ids=[" ".join(a[:3]) or "(none)" for a in ARGPARSE_MISTAKES])
 def test_every_argparse_mistake_is_one_error_line_and_exit_2(argv, tmp_path):
     """argparse's own refusals (a type, a choice, a missing or extra argument) in a real process: one line on

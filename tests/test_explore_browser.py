@@ -36,6 +36,9 @@ MISSING = None if CHROMIUM and CHROMEDRIVER and selenium and JUPYTER.exists() el
     f"selenium={'yes' if selenium else 'no'}, jupyter={JUPYTER.exists()}")
 
 
+pytestmark = pytest.mark.slow  # every test here is an integration test
+
+
 @pytest.fixture(autouse=True)
 def _needs_a_browser():
     if MISSING and os.environ.get("CI"):  # CI installs them (.ci/run): missing there is a failure, not a skip

@@ -70,6 +70,7 @@ def train_blocked(method: str, eps: str, tiny_root, tmp_path):
                         "--width", "0.0625", "--no-progress", "--out", str(out)], tiny_root), out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", ["1", "inf"])
 def test_alg1_trains_without_the_workflow_extras(tiny_root, tmp_path, eps):
     proc, out = train_blocked("alg1", eps, tiny_root, tmp_path)
@@ -81,6 +82,7 @@ def test_alg1_trains_without_the_workflow_extras(tiny_root, tmp_path, eps):
     assert all(math.isfinite(v) for _, v in rec["loss_curve"])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("eps", ["1", "inf"])
 def test_dpsgd_without_opacus_is_one_clear_error(tiny_root, tmp_path, eps):
     proc, out = train_blocked("dpsgd", eps, tiny_root, tmp_path)
@@ -101,6 +103,7 @@ def test_help_and_rstar_without_the_workflow_extras():
     assert "r* = 0.27" in r.stdout  # r* = 0.277068 at the MNIST protocol
 
 
+@pytest.mark.slow
 def test_the_campaign_runs_without_snakemake_jsonschema_and_pytest(tiny_root, tmp_path):
     """What the GPU machine lacks, blocked in this process and every subprocess: the profile is checked without
     jsonschema (a plain structural check), the test lane says it did not run, the runs train without Snakemake (the

@@ -93,6 +93,7 @@ def _run_shared(tmp_path, name: str):
         parameters=dict(object_name=name, results_dir=str(out), figures_dir=str(out)), progress_bar=False)
 
 
+@pytest.mark.slow
 def test_the_shared_notebook_writes_each_objects_table_and_figure(tmp_path, monkeypatch):
     """Run by papermill as the DAG runs it, for Table 4: its table (the object's, with provenance) and its figure
     under the paper figure's stem (fig3a_fashionmnist), its heading printed; for Table 9 (against q) and Figure 2

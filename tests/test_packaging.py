@@ -138,6 +138,7 @@ def readme_library_example() -> str:
     return re.search(r"```python\n(.*?)```", section, flags=re.S)[1]
 
 
+@pytest.mark.slow
 def test_pip_install_dot_is_the_library_alone_and_runs_the_readme_example(tmp_path, tiny_root):
     farm, venv, src = tmp_path / "core", tmp_path / "venv", tmp_path / "src"
     build = [Requirement(r).name for r in PYPROJECT["build-system"]["requires"]]  # for --no-build-isolation

@@ -95,6 +95,7 @@ rule table2_mnist:
 """
 
 
+@pytest.mark.slow
 def test_a_run_without_its_weights_does_not_make_the_audit_of_released_weights_a_reader(tmp_path):
     quarter, full = "results/runs/p/mnist/alg1_eps1_seed0.json", "results/runs/p/mnist/alg1_w1_eps1_seed0.json"
     assert rebuild.weights(full) == "results/runs/p/mnist/alg1_w1_eps1_seed0.model.pt"
@@ -142,6 +143,7 @@ def _times(root: Path) -> dict[str, int]:
             if p.is_file() and ".git" not in p.parts}
 
 
+@pytest.mark.slow
 def test_tables_plans_exactly_what_reads_the_runs_that_landed(fixture_repo):
     """A FashionMNIST run reaches Table 4 and what reads every run, then the index: not Table 2, not the jobs that
     read no run, no train job; the fixture's files keep their times and the checkout is gone."""
@@ -162,6 +164,7 @@ def test_tables_plans_exactly_what_reads_the_runs_that_landed(fixture_repo):
     assert len(worktrees.strip().splitlines()) == 1  # the checkout is gone
 
 
+@pytest.mark.slow
 def test_tables_after_a_run_that_the_tables_show_from_another_profile(fixture_repo):
     """A gpu run (also_show): no job of the cpu profile makes it, but its tables read it; they are rebuilt, not the
     summary of the cpu profile's own runs."""
@@ -172,6 +175,7 @@ def test_tables_after_a_run_that_the_tables_show_from_another_profile(fixture_re
         proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kept", ["weights", "record"])
 def test_tables_forces_the_audit_of_released_weights_when_the_runs_weights_or_its_record_are_committed(
         fixture_repo, kept):
@@ -200,6 +204,7 @@ def test_the_record_rebuild_looks_for_is_the_one_the_audit_writes():
     assert rebuild.weights(RUN) == RUN[:-len(".json")] + ".model.pt"
 
 
+@pytest.mark.slow
 def test_tables_refuses_a_run_that_is_not_committed_or_not_of_the_profile(fixture_repo):
     proc = _tables(fixture_repo, "results/runs/cpu/mnist/no_such_run.json")
     assert proc.returncode == 2 and "is not in HEAD" in proc.stderr and "Traceback" not in proc.stderr

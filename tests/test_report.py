@@ -44,6 +44,7 @@ def committed_report(tmp_path_factory):
     return work, html, proc
 
 
+@pytest.mark.slow
 def test_the_report_holds_every_table_figure_notebook_and_the_index_on_disk(committed_report):
     work, html, proc = committed_report
     results, categories = report_data(html)
@@ -115,6 +116,7 @@ def lints(output: str) -> set[tuple[str, str]]:
     return found
 
 
+@pytest.mark.slow
 def test_lint_reports_only_the_documented_exception():
     proc = snakemake("--lint", "--configfile", "config/smoke.yaml", check=False)
     # rules/train.smk's docstring says why its command names {PY}: its text is the rule's code record

@@ -62,6 +62,7 @@ def test_a_failed_setup_is_one_line_naming_its_log_and_is_redone_next_time(sandb
     assert run(sandbox, "scripts/setup.sh").returncode == 0 and len(pip_calls(sandbox)) > calls
 
 
+@pytest.mark.slow
 def test_main_runs_the_dag_without_setup_noise_and_says_which_profile_it_chose(tmp_path, tiny_root):
     from test_dag import copy_workflow
 

@@ -48,6 +48,9 @@ LONG_RUN = "results/runs/smoke/mnist/alg1_eps1_seed0.json"
 LONG_CONFIG = f"training={{steps: {STEPS}, checkpoint_every: 2, eval_every: {STEPS}}}"
 
 
+pytestmark = pytest.mark.slow  # every test here is an integration test
+
+
 def _missing() -> str | None:
     if os.geteuid() != 0:
         return "needs root: scripts/slurm_local.sh starts munged, slurmctld and slurmd as root"

@@ -116,6 +116,7 @@ def test_precision_is_recorded_and_a_run_resumes_only_in_its_own(tiny_mnist, tmp
         train(small(), tmp_path / "d.json", data=tiny_mnist, progress=False)
 
 
+@pytest.mark.slow
 def test_killed_and_resumed_run_equals_an_uninterrupted_one(tiny_root, tmp_path, kill_at_first_checkpoint):
     env = dict(os.environ, DIRDP_DATA=str(tiny_root), OMP_NUM_THREADS="1")
     args = [sys.executable, "-m", "dirdp", "train", "--dataset", "mnist", "--eps", "8", "--steps", "400",
@@ -181,6 +182,7 @@ def test_norm_of_names_what_normalises_a_model():
     assert models.norm_of(models.build_model("papernot_cnn", num_classes=10, in_channels=1)) == "none"
 
 
+@pytest.mark.slow
 def test_conv_bias_adds_footnote_2_biases_after_the_bias_free_weights(mirror_root, tmp_path):
     """--conv-bias: every convolution gets a bias drawn as the paper's footnote 2 says (uniform on +-1/sqrt(fan_in)),
     after the model is built, so the weights are the bias-free model's of the same seed; the run records it."""
