@@ -7,5 +7,7 @@ bash scripts/setup.sh
 # the data: $DIRDP_DATA, else ../shared/datasets where this checkout has the offline copies beside it, else ./data
 if [ -z "${DIRDP_DATA:-}" ] && [ -d ../shared/datasets ]; then export DIRDP_DATA="$(cd ../shared/datasets && pwd)"; fi
 export MPLBACKEND=Agg
-.venv/bin/python -m pytest -q --durations=25 -m "slow or not slow" tests  # both tiers (pytest alone: the fast one)
+# both tiers (pytest alone: the fast one), a worker per core (pytest-xdist; the smoke DAG's tests on one worker:
+# tests/test_dag.py); DIRDP_TEST_WORKERS=0 runs them in this process, one after another
+.venv/bin/python -m pytest -q --durations=25 -m "slow or not slow" -n "${DIRDP_TEST_WORKERS:-auto}" --dist loadgroup tests
 .venv/bin/python -m pytest -q --durations=10 --nbval-lax notebooks/

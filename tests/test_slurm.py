@@ -49,7 +49,9 @@ LONG_RUN = "results/runs/smoke/mnist/alg1_eps1_seed0.json"
 LONG_CONFIG = f"training={{steps: {STEPS}, checkpoint_every: 2, eval_every: {STEPS}}}"
 
 
-pytestmark = pytest.mark.slow  # every test here is an integration test
+pytestmark = [pytest.mark.slow,  # every test here is an integration test
+              # with xdist (scripts/test.sh): on the worker of test_dag, whose session smoke DAG it compares with
+              pytest.mark.xdist_group("smoke_dag")]
 
 
 def _missing() -> str | None:
