@@ -11,7 +11,7 @@ channels_last, :func:`workflow.bench.core._step`) in separate processes, in thre
 For each layout: every process's median seconds a step, and the throughput in steps a second summed over the
 processes. The ratio that decides the layout is the throughput of ``one run per core`` over ``one run, all cores``
 (> 1: run one thread per run). The CPU time other processes used while it ran is recorded (``load``), and the JSON
-is refused in ``results/`` when the machine was busy (as ``python -m dirdp bench``).
+is refused in ``results/`` when the machine was busy (as ``python -m workflow bench``).
 
     python benchmarks/bench_layout.py --json-out results/cpu/bench_layout_amd_epyc.json   # about 8 min, 2 cores
 """

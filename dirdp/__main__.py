@@ -1,17 +1,14 @@
-"""Command line: python -m dirdp rstar|epsilon|train ... (see --help); dirdp/cli.py holds the parser. The workflow's
-commands (index, readme, membership, bench, campaign: dirdp.cli.WORKFLOW_COMMANDS) are handed whole to
-``python -m workflow``, the package beside the Snakefile in a checkout of the repository; the library never imports it."""
+"""Command line: python -m dirdp rstar|epsilon|train ... (see --help); dirdp/cli.py holds the parser. A name that
+moved to the workflow (index, readme, membership, bench, campaign: dirdp.cli.MOVED) gets one line saying where it went
+(``python -m workflow <command>``, from a checkout of the repository) and exit status 2; the library never runs it."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from pathlib import Path
 
 from dirdp import accountant, methods
-from dirdp.cli import PROG, WORKFLOW_COMMANDS, build_parser, parse
+from dirdp.cli import MOVED, build_parser, moved, parse
 from dirdp.presets import PRESETS, get_preset
 
 EXIT_INTERRUPTED = 75  # train stopped by SIGTERM/SIGINT after checkpointing (EX_TEMPFAIL): rerun to resume
@@ -98,36 +95,11 @@ def _made_by(out) -> dict | None:
         return None
 
 
-def workflow_root() -> Path | None:
-    """The checkout whose workflow package runs the workflow's commands: the one this library sits in, else the
-    current folder; None where neither holds ``workflow/__main__.py`` (the library installed alone)."""
-    for root in (Path(__file__).resolve().parents[1], Path.cwd()):
-        if (root / "workflow" / "__main__.py").is_file():
-            return root
-    return None
-
-
-def _workflow(argv: list[str], *, replace: bool) -> int:
-    """``python -m workflow <argv>`` (a command of the workflow, its whole command line), with the checkout first on
-    PYTHONPATH; ``replace``: in place of this process (exec: the same pid, signals reach it), else as a child."""
-    root = workflow_root()
-    if root is None:
-        print(f"error: `{PROG} {argv[0]}` is a command of the workflow (python -m workflow {argv[0]}), which is not "
-              "installed with the library: run it from the root of a checkout of the repository", file=sys.stderr)
-        return 2
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    cmd = [sys.executable, "-m", "workflow", *argv]
-    if replace:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.execve(sys.executable, cmd, env)
-    return subprocess.run(cmd, env=env).returncode
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if args and args[0] in WORKFLOW_COMMANDS:
-        return _workflow(args, replace=argv is None)
+    if args and args[0] in MOVED:  # a command of the workflow now: one line, no usage
+        print(f"error: {moved(args[0])}", file=sys.stderr)
+        return 2
     try:
         return _main(argv)
     except ModuleNotFoundError as err:  # a package of an extra (pip install .: the library alone): one line, exit 2

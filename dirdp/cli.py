@@ -1,6 +1,7 @@
-"""The argument parser of python -m dirdp: its commands, flags, defaults and help. dirdp/__main__.py runs the
-commands. The commands of the workflow beside the library (:data:`WORKFLOW_COMMANDS`: index, readme, membership,
-bench, campaign) are listed here and run by ``python -m workflow`` (dirdp/__main__.py hands them over)."""
+"""The argument parser of python -m dirdp: its commands (rstar, epsilon, train), flags, defaults and help.
+dirdp/__main__.py runs the commands. The names that once were commands of the workflow (:data:`MOVED`: index, readme,
+membership, bench, campaign) are refused in one line that says where they went (``python -m workflow``, in a checkout
+of the repository); the library runs none of them."""
 
 from __future__ import annotations
 
@@ -151,8 +152,8 @@ def _add_train_flags(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog=PROG, description=describe(
         "Reproduce and audit the paper's differentially private training: calibrate r*, certify epsilon, train "
-        "one run; the workflow's commands (benchmark, index the results, run a campaign) run from a checkout of the "
-        "repository. Each command has its own --help.",
+        "one run; the workflow's commands (benchmark, index the results, run a campaign) are python -m workflow's, "
+        "run from a checkout of the repository. Each command has its own --help.",
         "rstar --preset mnist --eps 1",
         "train --dataset mnist --eps 1 --steps 4 --width 0.0625 --train-subset 500 --out runs/try.json"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="command",
@@ -176,20 +177,17 @@ def build_parser() -> argparse.ArgumentParser:
               "and provenance; rerunning the same command resumes it.",
               "train --dataset mnist --eps 1 --steps 4 --width 0.0625 --train-subset 500 --out runs/try.json")
     _add_train_flags(p_t)
-    for name, what in WORKFLOW_COMMANDS.items():  # parsed, run and documented by python -m workflow
-        sub.add_parser(name, help=f"{what} (the workflow's: python -m workflow {name})", add_help=False)
     return parser
 
 
-# the commands of the workflow (the package workflow/ beside the Snakefile, in a checkout of the repository): python
-# -m dirdp <command> hands its whole command line to python -m workflow <command>
-WORKFLOW_COMMANDS = {
-    "index": "write the results index: every paper object, its command, ours vs paper",
-    "readme": "rewrite the generated blocks of the README and docs/ from a profile's result files; --check only compares",
-    "membership": "membership inference on released models: each row kept in a record beside its run",
-    "bench": "per-step time of non-private training vs Algorithm 1, per model",
-    "campaign": "train a profile's runs in priority order through Snakemake, inside a budget",
-}
+# the names that were commands of python -m dirdp until they moved to the workflow (python -m workflow <command>, the
+# package workflow/ beside the Snakefile in a checkout of the repository): python -m dirdp <name> says so in one line
+MOVED = ("index", "readme", "membership", "bench", "campaign")
+
+
+def moved(name: str) -> str:
+    """The one line (without ``error: ``) that ``python -m dirdp <name>`` prints for a name in :data:`MOVED`."""
+    return f"'{PROG} {name}' moved: run 'python -m workflow {name}' from a checkout of the repository"
 
 
 def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:

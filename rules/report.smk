@@ -5,8 +5,8 @@ results/README.md, which links every profile's index that exists)."""
 rule index:
     """results/<profile>/README.md: every object, the command that makes it, ours vs the paper, a status;
     refreshes results/README.md, the top index linking each profile's index. For the cpu profile, whose committed
-    results the top-level README cites, it also rewrites the generated blocks of the README and docs/ (python -m dirdp
-    readme)."""
+    results the top-level README cites, it also rewrites the generated blocks of the README and docs/ (python -m
+    workflow readme)."""
     input:
         deps(
             [f"{RES}/{name}.csv" for name in OBJECTS],

@@ -9,7 +9,7 @@
 #   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops (SIGTERM)
 #   bash scripts/campaign.sh land     # while the runs go on: commit the results that have landed (no checkpoint);
 #                                     # a finished run whose weights stay out of git first gets its membership
-#                                     # record (python -m dirdp membership), which the audit reads in their place
+#                                     # record (python -m workflow membership), which the audit reads in their place
 #   bash scripts/campaign.sh save     # when a session stops: stop, commit the results as land does, and park the
 #                                     # checkpoints of unfinished runs: one commit adds them (git add -f: they are
 #                                     # ignored), the next takes them out of the tree and records in
@@ -89,7 +89,7 @@ case "${1:-start}" in
     staged=$(git diff --cached --name-only -- . ":(exclude)results/runs/$profile" ":(exclude)results/campaign/$profile")
     [ -z "$staged" ] || { echo "campaign: files outside the campaign's results are staged; commit or unstage them first:" >&2; echo "$staged" >&2; exit 2; }
     # each finished run whose weights stay out of git (full width): its membership row, kept in a record beside it
-    # (RUN.json.membership, committed below) for the audit of the released models (python -m dirdp membership; a
+    # (RUN.json.membership, committed below) for the audit of the released models (python -m workflow membership; a
     # record already made for the same weights, n, seed and code is kept; minutes a new full-width model)
     mapfile -t unkept < <(find "results/runs/$profile" -name '*.model.pt' | sort | while read -r w; do
       j="${w%.model.pt}.json"; if [ -f "$j" ] && git check-ignore -q "$w"; then echo "$j"; fi; done)

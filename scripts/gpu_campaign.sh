@@ -5,10 +5,10 @@
 # steps/s says can finish are started (the queue fitted to the budget, workflow.campaign.fit); --k N or --no-fit
 # start the queue K at a time instead (through Snakemake; on a node without it, xargs -P K), and runs the budget cuts
 # off keep their checkpoint for the next campaign run.
-# Arguments go to `python -m dirdp campaign run`:
+# Arguments go to `python -m workflow campaign run`:
 #   bash scripts/gpu_campaign.sh --budget 3300 --pack out/   # on a GPU node without network, in the tree that
 #                                                            # scripts/gpu_prepare.sh bundled; copy out/ back, then
-#                                                            # python -m dirdp campaign unpack out/
+#                                                            # python -m workflow campaign unpack out/
 #   bash scripts/gpu_campaign.sh --budget 0 --k 6            # a whole night on your own GPU, no pack
 # Needs torch with CUDA, numpy, scipy, pandas, pyyaml; nothing else installed: ./.venv if there is one, else $PYTHON,
 # else python3, with .gpu/wheels (Opacus, opt_einsum, pytest: scripts/gpu_prepare.sh) installed outside the tree

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Time one of the README's two commands as a new user meets it, and record the measurement in results/timings.csv
-# (the README's "timings" block is rendered from that file: python -m dirdp readme).
+# (the README's "timings" block is rendered from that file: python -m workflow readme).
 #   bash scripts/time_main.sh main [PROFILE]   # bash scripts/main.sh (PROFILE: quick by default on a CPU machine)
 #   bash scripts/time_main.sh test             # bash scripts/test.sh
 #   bash scripts/time_main.sh ci               # bash .ci/run (CI: Debian packages if missing, then scripts/test.sh)

@@ -320,7 +320,7 @@ def test_the_committed_records_were_made_by_this_code():
 @pytest.mark.slow
 def test_membership_command_keeps_each_row_and_refuses_a_run_without_weights_or_record(released_run, tmp_path,
                                                                                        mirror_root, capsys):
-    """python -m dirdp membership RUN.json: writes the record, says the AUC; a run with neither weights nor record,
+    """python -m workflow membership RUN.json: writes the record, says the AUC; a run with neither weights nor record,
     or a file that is no result, is one line and exit 2 before any model is audited."""
     from workflow.__main__ import main
     from workflow.audit import released

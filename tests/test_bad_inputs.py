@@ -1,10 +1,10 @@
 """The table of bad inputs in docs/errors.md is what the commands do (issue 16, part 3; the README's section until
 issue 35 moved it).
 
-Every row of the table on that page ("What a mistake gets") is run here: ``python -m dirdp ...`` in-process,
-``snakemake`` rows as a subprocess. Each must exit with the code the table gives and print the message it gives:
-the first line of standard error that is not argparse's usage (a cell ending in "…" is a prefix), never a
-traceback. The placeholders ({tmp}, {tiny}, ...) are made by the fixture below and named in the page's legend.
+Every row of the table on that page ("What a mistake gets") is run here: ``python -m dirdp ...`` and ``python -m
+workflow ...`` in-process, ``snakemake`` rows as a subprocess. Each must exit with the code the table gives and print
+the message it gives: the first line of standard error that is not argparse's usage (a cell ending in "…" is a
+prefix), never a traceback. The placeholders ({tmp}, {tiny}, ...) are made by the fixture below and named in the page's legend.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pytest
 from conftest import pip_calls, script_sandbox, write_idx
 
 REPO = Path(__file__).resolve().parents[1]
-ROW = re.compile(r"^\| `(?P<cmd>(?:python -m dirdp|snakemake|(?:PROFILE=\S+ )?bash scripts/main\.sh) [^`]+)`(?: [^|]*)? "
+ROW = re.compile(r"^\| `(?P<cmd>(?:python -m (?:dirdp|workflow)|snakemake|(?:PROFILE=\S+ )?bash scripts/main\.sh) [^`]+)`(?: [^|]*)? "
                  r"\| (?P<rc>\d+) \| (?P<msg>.+) \|$")
 
 
@@ -67,8 +67,9 @@ def _message(stderr: str) -> str:
 def test_the_table_has_every_kind_of_mistake():
     cmds = [cmd for cmd, _, _ in rows()]
     assert len(cmds) >= 25 and len(set(cmds)) == len(cmds)
-    for sub in ("train", "rstar", "index", "readme", "bench"):
-        assert any(cmd.startswith(f"python -m dirdp {sub} ") for cmd in cmds), sub
+    for prog, sub in (("dirdp", "train"), ("dirdp", "rstar"), ("workflow", "index"), ("workflow", "readme"),
+                      ("workflow", "bench"), ("dirdp", "readme")):  # the last: a moved name, one line pointing on
+        assert any(cmd.startswith(f"python -m {prog} {sub} ") for cmd in cmds), (prog, sub)
     assert any(cmd.startswith("PROFILE=") for cmd in cmds) and any(cmd.startswith("bash scripts/main.sh -") for cmd in cmds)
 
 
@@ -93,12 +94,11 @@ def test_each_bad_input_gets_what_the_docs_say(cmd, rc, says, places, capsys, mo
         proc = subprocess.run([str(Path(sys.executable).with_name("snakemake")), *argv[1:]], capture_output=True,
                               text=True, cwd=REPO, env=env)
         code, err = proc.returncode, proc.stdout + proc.stderr
-    else:  # in this process; a command of the workflow as the python -m workflow process it is handed to runs it
+    else:  # in this process: python -m dirdp ... or python -m workflow ...
         from dirdp.__main__ import main
-        from dirdp.cli import WORKFLOW_COMMANDS
         from workflow.__main__ import main as workflow_main
 
-        main = workflow_main if argv[3] in WORKFLOW_COMMANDS else main
+        main = workflow_main if argv[2] == "workflow" else main
         monkeypatch.setenv("DIRDP_DATA", fill["empty"])
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

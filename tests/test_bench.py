@@ -115,7 +115,7 @@ def test_print_campaign_bench(rows, capsys):
     assert not math.isnan(p["profile_serial_s"])
 
 
-# the CPU precision sweep (python -m dirdp bench --sweep)
+# the CPU precision sweep (python -m workflow bench --sweep)
 
 @pytest.mark.slow
 def test_the_sweep_times_every_configuration_against_its_own_peak():
@@ -171,8 +171,8 @@ def test_the_load_meter_sees_other_processes_and_a_busy_machine_refuses_results_
 
 @pytest.mark.slow
 def test_the_core_benchmark_is_a_mode_of_the_one_entry_point(tmp_path):
-    """benchmarks/bench_core.py (issue 36, item 4) is a thin caller of `python -m dirdp bench --core`: it times nothing
-    itself, and what it prints and writes is the CLI's (the rows name the CLI's command)."""
+    """benchmarks/bench_core.py (issue 36, item 4) is a thin caller of `python -m workflow bench --core`: it times
+    nothing itself, and what it prints and writes is the CLI's (the rows name the CLI's command)."""
     import ast
     import json
     import os
@@ -183,7 +183,7 @@ def test_the_core_benchmark_is_a_mode_of_the_one_entry_point(tmp_path):
     imports = {a.name for node in ast.walk(ast.parse(script.read_text())) if isinstance(node, ast.Import)
                for a in node.names}
     imports |= {node.module for node in ast.walk(ast.parse(script.read_text())) if isinstance(node, ast.ImportFrom)}
-    assert imports == {"os", "sys", "dirdp.__main__"}
+    assert imports == {"os", "sys", "workflow.__main__"}
     out = tmp_path / "core.json"
     done = subprocess.run([sys.executable, str(script), "--json-out", str(out)], cwd=repo, capture_output=True,
                           text=True, timeout=600, env=dict(os.environ, PYTHONPATH=str(repo)))
@@ -196,5 +196,5 @@ def test_the_core_benchmark_is_a_mode_of_the_one_entry_point(tmp_path):
         "Table 7, full audit table (36 cells, floors, eps at paper r*)", "loss fwd+bwd [250,10], cross-entropy",
         "loss fwd+bwd [250,10], Dirichlet mechanism"]
     assert all(r["seconds"] > 0 for r in rec["rows"]) and rec["rows"][0]["target_s"] == 0.02
-    assert rec["provenance"]["config"]["command"] == f"python -m dirdp bench --core --json-out {out}"
+    assert rec["provenance"]["config"]["command"] == f"python -m workflow bench --core --json-out {out}"
     assert rec["load"]["wall_s"] > 0

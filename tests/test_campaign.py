@@ -121,7 +121,7 @@ def _env(tiny_root):
 @pytest.mark.slow
 def test_smoke_campaign_trains_through_snakemake_k_at_a_time_packs_and_unpacks(tiny_root, tmp_path):
     work, pack_dir, repo = tmp_path / "work", tmp_path / "pack", tmp_path / "repo"
-    done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--smoke", "--max-runs", "3",
+    done = subprocess.run([sys.executable, "-m", "workflow", "campaign", "run", "--smoke", "--max-runs", "3",
                            "--workdir", str(work), "--pack", str(pack_dir)], cwd=REPO, env=_env(tiny_root),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -164,8 +164,8 @@ def test_smoke_campaign_trains_through_snakemake_k_at_a_time_packs_and_unpacks(t
     with pytest.raises(ValueError, match="a smoke pack"):  # the trap: 4-step runs counted as finished results
         packing.unpack(pack_dir, root=repo)
     assert not list(repo.rglob("*"))
-    refused = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "unpack", str(pack_dir), "--into", str(repo)],
-                             cwd=REPO, capture_output=True, text=True, timeout=120)
+    refused = subprocess.run([sys.executable, "-m", "workflow", "campaign", "unpack", str(pack_dir), "--into",
+                              str(repo)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "a smoke pack" in refused.stderr and "--allow-smoke" in refused.stderr
     written = packing.unpack(pack_dir, root=repo, allow_smoke=True)
     for p in runs:
@@ -366,7 +366,7 @@ def test_campaign_cli_errors_are_clear(tmp_path):
                         (["run", "--pack-parts", "0", "--smoke"], "--pack-parts must be at least 1"),
                         (["run", "--pack-part-mib", "0.5", "--smoke"], "--pack-part-mib must be a number of MiB"),
                         (["unpack", str(tmp_path)], "no campaign.tar.gz.00")]:
-        done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", *args], cwd=REPO, capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "workflow", "campaign", *args], cwd=REPO, capture_output=True,
                               text=True, timeout=120)
         assert done.returncode == 2 and match in done.stderr and "Traceback" not in done.stderr
 
@@ -374,7 +374,7 @@ def test_campaign_cli_errors_are_clear(tmp_path):
 @pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA device is present")
 def test_the_gpu_campaign_without_a_gpu_says_so():
-    done = subprocess.run([sys.executable, "-m", "dirdp", "campaign", "run", "--no-tests", "--no-bench"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "workflow", "campaign", "run", "--no-tests", "--no-bench"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no CUDA device" in done.stderr and "--smoke" in done.stderr
 

@@ -1,4 +1,5 @@
-"""``python -m dirdp rstar|epsilon`` and the provenance helpers."""
+"""``python -m dirdp rstar|epsilon`` (and the workflow's ``python -m workflow``, whose command line follows the same
+rules; a workflow command asked of ``python -m dirdp`` gets one line pointing there) and the provenance helpers."""
 
 import json
 import subprocess
@@ -12,8 +13,9 @@ from dirdp import accountant, provenance
 from dirdp.presets import PRESETS
 
 
-def run(*args):
-    return subprocess.run([sys.executable, "-m", "dirdp", *args], capture_output=True, text=True)
+def run(*args, module="dirdp", cwd=None):
+    """``python -m <module> <args>`` (the library's command line unless ``module`` says otherwise) as a process."""
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, cwd=cwd)
 
 
 def test_rstar_json_agrees_with_the_library():
@@ -71,7 +73,7 @@ def test_provenance_round_trip(tmp_path):
 
 @pytest.mark.slow
 def test_bench_prints_a_ratio_per_model():
-    out = run("bench", "--models", "resnet9", "--width", "0.0625", "--reps", "1", "--json")
+    out = run("bench", "--models", "resnet9", "--width", "0.0625", "--reps", "1", "--json", module="workflow")
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout.strip().splitlines()[-1])
     assert rows[0]["model"] == "resnet9" and rows[0]["batch"] == 70 and rows[0]["ratio"] > 0
@@ -102,7 +104,8 @@ def test_an_infeasible_eps_is_refused_before_the_data_is_looked_for(tmp_path, ca
 
 @pytest.mark.slow
 def test_bench_baselines_times_dpsgd_against_algorithm1_on_the_same_model():
-    out = run("bench", "--models", "inception", "--width", "0.0625", "--reps", "1", "--baselines", "--json")
+    out = run("bench", "--models", "inception", "--width", "0.0625", "--reps", "1", "--baselines", "--json",
+              module="workflow")
     assert out.returncode == 0, out.stderr
     rows = [r for r in json.loads(out.stdout.strip().splitlines()[-1]) if "dpsgd_s" in r]
     assert [r["model"] for r in rows] == ["inception", "papernot_cnn"]
@@ -155,18 +158,22 @@ def test_bad_train_arguments_are_refused_before_any_work(flags, match, tmp_path,
 
 # ------------------------------------------------------------------ bad input: exit 2, one `error:` line, nothing lost
 
-def cli(argv):
-    """``python -m dirdp <argv>`` in this process: its exit status (argparse's SystemExit counts). A command of the
-    workflow (which python -m dirdp hands to a python -m workflow process) runs here as that process would run it."""
+def cli(argv, module="dirdp"):
+    """``python -m <module> <argv>`` in this process (the library's command line, or ``module="workflow"`` the
+    workflow's): its exit status (argparse's SystemExit counts)."""
     from dirdp.__main__ import main
-    from dirdp.cli import WORKFLOW_COMMANDS
     from workflow.__main__ import main as workflow_main
 
     argv = [str(a) for a in argv]
     try:
-        return (workflow_main if argv and argv[0] in WORKFLOW_COMMANDS else main)(argv)
+        return {"dirdp": main, "workflow": workflow_main}[module](argv)
     except SystemExit as stop:
         return stop.code if isinstance(stop.code, int) or stop.code is None else f"SystemExit({stop.code!r})"
+
+
+def wcli(argv):
+    """``python -m workflow <argv>`` in this process (:func:`cli`)."""
+    return cli(argv, module="workflow")
 
 
 def one_error_line(err: str) -> str:
@@ -277,10 +284,10 @@ def test_non_finite_protocol_values_come_back_as_strings_in_json(capsys):
 
 def test_index_refuses_a_missing_out_folder_and_an_unknown_profile(tmp_path, capsys):
     out = tmp_path / "missing" / "README.md"
-    assert cli(["index", "--results", tmp_path, "--profile", "cpu", "--out", out]) == 2
+    assert wcli(["index", "--results", tmp_path, "--profile", "cpu", "--out", out]) == 2
     assert f"the folder {out.parent} does not exist" in one_error_line(capsys.readouterr().err)
     assert not out.parent.exists()
-    assert cli(["index", "--results", tmp_path, "--profile", "nonsense", "--out", tmp_path / "README.md"]) == 2
+    assert wcli(["index", "--results", tmp_path, "--profile", "nonsense", "--out", tmp_path / "README.md"]) == 2
     line = one_error_line(capsys.readouterr().err)
     assert "config/nonsense.yaml" in line and "cpu, gpu, paper, quick, smoke" in line
     assert not (tmp_path / "README.md").exists()
@@ -288,10 +295,11 @@ def test_index_refuses_a_missing_out_folder_and_an_unknown_profile(tmp_path, cap
 
 def test_index_refuses_a_results_folder_that_does_not_exist(tmp_path, capsys):
     missing = tmp_path / "nowhere"
-    assert cli(["index", "--results", missing, "--profile", "cpu", "--out", tmp_path / "README.md"]) == 2
+    assert wcli(["index", "--results", missing, "--profile", "cpu", "--out", tmp_path / "README.md"]) == 2
     assert f"--results {missing}: the folder does not exist" in one_error_line(capsys.readouterr().err)
     (tmp_path / "afile").write_text("")
-    assert cli(["index", "--results", tmp_path / "afile", "--profile", "cpu", "--out", tmp_path / "README.md"]) == 2
+    out = tmp_path / "README.md"
+    assert wcli(["index", "--results", tmp_path / "afile", "--profile", "cpu", "--out", out]) == 2
     assert "the folder is a file, not a folder" in one_error_line(capsys.readouterr().err)
     assert not missing.exists() and not (tmp_path / "README.md").exists()
 
@@ -352,7 +360,7 @@ def test_bad_bench_arguments_exit_2_before_any_model_is_built(flags, match, caps
     from workflow.bench import core
 
     monkeypatch.setattr(core, "main", lambda *a, **k: pytest.fail("bench ran"))
-    assert cli(["bench", "--models", "resnet9", "--width", "0.0625", *flags]) == 2
+    assert wcli(["bench", "--models", "resnet9", "--width", "0.0625", *flags]) == 2
     assert match in one_error_line(capsys.readouterr().err)
 
 
@@ -363,7 +371,7 @@ def test_bad_campaign_arguments_exit_2_before_anything_runs(flags, match, capsys
     from workflow.campaign import run
 
     monkeypatch.setattr(run, "run_campaign", lambda *a, **k: pytest.fail("the campaign ran"))
-    assert cli(["campaign", "run", "--smoke", *flags]) == 2
+    assert wcli(["campaign", "run", "--smoke", *flags]) == 2
     assert match in one_error_line(capsys.readouterr().err)
 
 
@@ -386,31 +394,34 @@ def test_every_flag_of_every_command_says_what_it_does():
 
 # ------------------------------------------------------------------ issue 30: one line per mistake, q, lock files, help
 
-ARGPARSE_MISTAKES = [
-    ["rstar", "--preset", "mnist", "--eps", "one"],
-    ["train", "--dataset", "mnist", "--eps", "1", "--method", "foo", "--out", "{tmp}/r.json"],
-    ["train", "--dataset", "mnist", "--eps", "-1", "--out", "{tmp}/r.json"],
-    ["train", "--dataset", "mnist", "--eps", "1", "--q", "1/0", "--out", "{tmp}/r.json"],
-    ["train", "--dataset", "mnist", "--eps", "1"],
-    ["epsilon", "--preset", "mnist", "--r", "x"],
-    ["index", "--bogus"],
-    ["readme", "--check", "extra"],
-    ["bench", "--models", "vgg"],
-    ["campaign", "run", "--k", "two"],
-    ["campaign", "status", "--config"],
-    ["campaign", "unpack"],
-    ["campaign"],
-    ["nonsense"],
-    [],
+ARGPARSE_MISTAKES = [  # (module, argv): python -m <module> <argv>
+    ("dirdp", ["rstar", "--preset", "mnist", "--eps", "one"]),
+    ("dirdp", ["train", "--dataset", "mnist", "--eps", "1", "--method", "foo", "--out", "{tmp}/r.json"]),
+    ("dirdp", ["train", "--dataset", "mnist", "--eps", "-1", "--out", "{tmp}/r.json"]),
+    ("dirdp", ["train", "--dataset", "mnist", "--eps", "1", "--q", "1/0", "--out", "{tmp}/r.json"]),
+    ("dirdp", ["train", "--dataset", "mnist", "--eps", "1"]),
+    ("dirdp", ["epsilon", "--preset", "mnist", "--r", "x"]),
+    ("dirdp", ["nonsense"]),
+    ("dirdp", []),
+    ("workflow", ["index", "--bogus"]),
+    ("workflow", ["readme", "--check", "extra"]),
+    ("workflow", ["bench", "--models", "vgg"]),
+    ("workflow", ["campaign", "run", "--k", "two"]),
+    ("workflow", ["campaign", "status", "--config"]),
+    ("workflow", ["campaign", "unpack"]),
+    ("workflow", ["campaign"]),
+    ("workflow", ["nonsense"]),
+    ("workflow", []),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("argv", ARGPARSE_MISTAKES, ids=[" ".join(a[:3]) or "(none)" for a in ARGPARSE_MISTAKES])
-def test_every_argparse_mistake_is_one_error_line_and_exit_2(argv, tmp_path):
+@pytest.mark.parametrize("module, argv", ARGPARSE_MISTAKES,
+                         ids=[" ".join([m, *a[:3]]) for m, a in ARGPARSE_MISTAKES])
+def test_every_argparse_mistake_is_one_error_line_and_exit_2(module, argv, tmp_path):
     """argparse's own refusals (a type, a choice, a missing or extra argument) in a real process: one line on
     standard error, "error: ...", exit status 2, no usage block, no traceback, nothing written."""
-    out = run(*[a.format(tmp=tmp_path) for a in argv])
+    out = run(*[a.format(tmp=tmp_path) for a in argv], module=module)
     assert out.returncode == 2 and out.stdout == ""
     line = one_error_line(out.stderr)
     assert "usage:" not in out.stderr and line.endswith("--help)") and list(tmp_path.iterdir()) == []
@@ -543,11 +554,10 @@ def test_a_lock_won_on_a_file_its_holder_just_deleted_is_taken_again(tmp_path, m
 
 
 def _parsers():
-    """(path, parser) of every command of python -m dirdp and of python -m workflow (path[0] names the program);
-    the workflow's commands under python -m dirdp are handed to python -m workflow, whose parser documents them."""
+    """(path, parser) of every command of python -m dirdp and of python -m workflow (path[0] names the program)."""
     import argparse
 
-    from dirdp.cli import WORKFLOW_COMMANDS, build_parser
+    from dirdp.cli import build_parser
     from workflow.cli import build_parser as workflow_parser
 
     def walk(parser, path):
@@ -555,8 +565,7 @@ def _parsers():
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):
                 for name, sub in action.choices.items():
-                    if not (path == ["dirdp"] and name in WORKFLOW_COMMANDS):
-                        yield from walk(sub, path + [name])
+                    yield from walk(sub, path + [name])
 
     return [*walk(build_parser(), ["dirdp"]), *walk(workflow_parser(), ["workflow"])]
 
@@ -586,6 +595,46 @@ def test_help_is_what_a_user_gets_with_exit_0():
     out = run("train", "--help")
     assert out.returncode == 0 and out.stdout.startswith("Train one run")
     assert "[0.0625, 8]" in " ".join(out.stdout.split()) and "250/60000" in out.stdout
+
+
+# ------------------------------------------------------------------ the library's command line is the library's
+
+MOVED = ["index", "readme", "membership", "bench", "campaign"]  # once python -m dirdp's, now python -m workflow's
+
+
+def test_the_library_s_commands_are_its_own():
+    """python -m dirdp has the library's commands only (rstar, epsilon, train); the names that moved are not among
+    them, and each is a command of python -m workflow."""
+    import argparse
+
+    from dirdp import cli
+    from workflow.cli import build_parser as workflow_parser
+
+    def commands(parser):
+        return [name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices]
+
+    assert commands(cli.build_parser()) == ["rstar", "epsilon", "train"]
+    assert list(cli.MOVED) == MOVED and set(MOVED) <= set(commands(workflow_parser()))
+
+
+@pytest.mark.parametrize("name", MOVED)
+def test_a_moved_command_says_where_it_went_in_one_line(name, tmp_path):
+    """``python -m dirdp <name> ...`` for a command that moved to the workflow: one line on standard error naming
+    ``python -m workflow <name>``, exit status 2, no usage block, no traceback, nothing on standard output; whatever
+    follows the name (--help included) and wherever it runs (here: a folder that is no checkout), nothing is run."""
+    out = run(name, "--help", "--results", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 2 and out.stdout == "", out
+    assert out.stderr == (f"error: 'python -m dirdp {name}' moved: run 'python -m workflow {name}' from a checkout of "
+                          "the repository\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", MOVED)
+def test_a_moved_command_in_process_is_the_same_line(name, capsys):
+    assert cli([name]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and one_error_line(captured.err) == (
+        f"error: 'python -m dirdp {name}' moved: run 'python -m workflow {name}' from a checkout of the repository")
 
 
 def test_the_help_s_minimum_width_is_training_s():

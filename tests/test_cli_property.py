@@ -1,5 +1,5 @@
-"""Property: whatever arguments ``python -m dirdp <sub>`` (or, for a command of the workflow, the ``python -m
-workflow <sub>`` it hands them to) gets, drawn from its real flag names and from
+"""Property: whatever arguments ``python -m dirdp <sub>`` (or, for a command of the workflow, ``python -m workflow
+<sub>``) gets, drawn from its real flag names and from
 numbers (negative, zero, huge, nan, inf) and junk strings, it returns 0 or 2 (argparse's own exit counts)
 and never raises. The long work behind each command (training, benchmarking, the campaign) is replaced
 by a stub, so only the argument handling and the validation before it run; every path it may write to
@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dirdp.__main__ import build_parser, main
-from dirdp.cli import WORKFLOW_COMMANDS
 from workflow.__main__ import main as workflow_main
 from workflow.cli import build_parser as workflow_parser
 
@@ -33,6 +32,8 @@ def _subparser(parser, *path):
 
 
 PARSER, WORKFLOW_PARSER = build_parser(), workflow_parser()
+WORKFLOW_COMMANDS = {name for a in WORKFLOW_PARSER._actions if isinstance(a, argparse._SubParsersAction)
+                     for name in a.choices}  # python -m workflow's (none of them python -m dirdp's)
 COMMANDS = {"rstar": ("rstar",), "epsilon": ("epsilon",), "train": ("train",), "index": ("index",),
             "bench": ("bench",), "campaign run": ("campaign", "run"), "campaign status": ("campaign", "status")}
 FLAGS = {name: _flags(_subparser(WORKFLOW_PARSER if path[0] in WORKFLOW_COMMANDS else PARSER, *path))

@@ -128,7 +128,7 @@ def test_the_link_checker_finds_a_broken_link_and_a_missing_anchor(tmp_path):
 # --- readme --check covers docs/ ------------------------------------------------------------------------------
 
 def _check(copy: Path, results: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dirdp", "readme", "--check", "--readme", str(copy), "--results",
+    return subprocess.run([sys.executable, "-m", "workflow", "readme", "--check", "--readme", str(copy), "--results",
                            str(results)], capture_output=True, text=True, cwd=REPO)
 
 
@@ -145,8 +145,8 @@ def test_readme_check_reports_a_stale_block_on_a_docs_page_and_readme_rewrites_i
     assert proc.returncode == 1, proc.stderr
     assert f"{page}: generated block(s) ['bench'] differ" in proc.stderr and "0.5x width" in proc.stderr
     assert str(copy) + ":" not in proc.stderr  # the README itself is as its files give
-    assert subprocess.run([sys.executable, "-m", "dirdp", "readme", "--readme", str(copy), "--results", str(results)],
-                          capture_output=True, text=True, cwd=REPO).returncode == 0
+    assert subprocess.run([sys.executable, "-m", "workflow", "readme", "--readme", str(copy), "--results",
+                           str(results)], capture_output=True, text=True, cwd=REPO).returncode == 0
     assert page.read_text() == fresh and _check(copy, results).returncode == 0
 
 
@@ -166,8 +166,8 @@ def test_a_missing_result_file_is_one_line_and_nothing_is_written(tmp_path):
     before = {p: p.read_bytes() for p in [copy, *(tmp_path / "docs").glob("*.md")]}
     (results / "cpu" / "headline_cells.csv").unlink()
     (results / "cpu" / "table7.csv").write_text((results / "cpu" / "table7.csv").read_text().replace("differs", "x"))
-    proc = subprocess.run([sys.executable, "-m", "dirdp", "readme", "--readme", str(copy), "--results", str(results)],
-                          capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "workflow", "readme", "--readme", str(copy), "--results",
+                           str(results)], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(f"error: {results}/cpu/headline_cells.csv: missing"), proc.stderr
     assert {p: p.read_bytes() for p in before} == before

@@ -110,7 +110,7 @@ def test_git_ignores_the_outputs_of_the_profiles_the_top_index_leaves_out():
 
 
 def test_the_cli_defaults_index_the_profile_folder_and_keep_the_top_index(tmp_path, monkeypatch):
-    # `python -m dirdp index --profile cpu` passes --results results and no --out (as its --help says: the profile's
+    # `python -m workflow index --profile cpu` passes --results results and no --out (as its --help says: the profile's
     # own index); --out results/README.md, the default of earlier commits, means the same
     from workflow.cli import parse
 

@@ -17,8 +17,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 BLOCKED = ("snakemake", "papermill", "medmnist", "opacus", "jupyter", "nbval", "jsonschema", "pytest", "_pytest")
 
-# runs ``python -m dirdp <argv>`` with a meta-path finder in front that refuses the blocked names,
-# whether or not they are installed here
+# runs ``python -m <module> <argv>`` (its first argument names the module: dirdp or workflow) with a meta-path finder in
+# front that refuses the blocked names, whether or not they are installed here
 RUNNER = f"""
 import runpy, sys
 
@@ -36,8 +36,8 @@ sys.meta_path.insert(0, Blocker())
 for mod in list(sys.modules):
     if mod.partition(".")[0] in BLOCKED:
         del sys.modules[mod]
-sys.argv = ["python -m dirdp", *sys.argv[1:]]
-runpy.run_module("dirdp", run_name="__main__", alter_sys=True)
+sys.argv = [f"python -m {{sys.argv[1]}}", *sys.argv[2:]]
+runpy.run_module(sys.argv[0].split()[-1], run_name="__main__", alter_sys=True)
 """
 
 
@@ -46,14 +46,14 @@ runpy.run_module("dirdp", run_name="__main__", alter_sys=True)
 SITECUSTOMIZE = RUNNER.split("sys.argv =")[0]
 
 
-def run_blocked(args, tiny_root=None, timeout=300, site=None):
+def run_blocked(args, tiny_root=None, timeout=300, site=None, module="dirdp"):
     env = dict(os.environ, OMP_NUM_THREADS="1")
     if tiny_root is not None:
         env["DIRDP_DATA"] = str(tiny_root)
     if site is not None:
         (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
         env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
-    return subprocess.run([sys.executable, "-c", RUNNER, *args], cwd=REPO, env=env, capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-c", RUNNER, module, *args], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -111,7 +111,7 @@ def test_the_campaign_runs_without_snakemake_jsonschema_and_pytest(tiny_root, tm
     site, work, pack = tmp_path / "site", tmp_path / "work", tmp_path / "pack"
     site.mkdir()
     proc = run_blocked(["campaign", "run", "--smoke", "--max-runs", "2", "--workdir", str(work), "--pack", str(pack)],
-                       tiny_root, timeout=600, site=site)
+                       tiny_root, timeout=600, site=site, module="workflow")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr
     (summary,) = (work / "results/campaign/gpu-smoke").glob("*/summary.json")
@@ -128,11 +128,11 @@ def test_the_campaign_runs_without_snakemake_jsonschema_and_pytest(tiny_root, tm
     assert (work / "results/runs/gpu-smoke/fashionmnist/alg1_eps2_seed0.json").exists()
     assert list(pack.glob("campaign.tar.gz.*"))
     status = run_blocked(["campaign", "status", "--config", "config/gpu.yaml", "--workdir", str(work)], site=site,
-                         timeout=120)
+                         timeout=120, module="workflow")
     assert status.returncode == 0 and "0 of 70 runs finished" in status.stdout, status.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("profile: bad\nextends: gpu\ntraining: {widht: 1}\n")
-    typo = run_blocked(["campaign", "status", "--config", str(bad)], site=site, timeout=120)
+    typo = run_blocked(["campaign", "status", "--config", str(bad)], site=site, timeout=120, module="workflow")
     assert typo.returncode == 2 and "unknown key 'widht' (did you mean 'width'?)" in typo.stderr, typo.stderr
 
 

@@ -194,10 +194,11 @@ def test_pip_install_dot_is_the_library_alone_and_runs_the_readme_example(tmp_pa
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("error: this needs ") and "pip install 'dirdp[data]'" in line, line
-    # the library alone holds no workflow: its commands say where they run, in one line (exit 2)
+    # the library alone holds no workflow: a command that moved to it says where it went, in one line (exit 2)
     assert not (Path(site) / "workflow").exists()
     for args in (("index", "--profile", "cpu", "--results", tmp_path), ("campaign", "status"), ("readme", "--check")):
         proc = run("-m", "dirdp", *args)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
         (line,) = proc.stderr.strip().splitlines()
-        assert f"`python -m dirdp {args[0]}` is a command of the workflow" in line and "checkout" in line, line
+        assert line == (f"error: 'python -m dirdp {args[0]}' moved: run 'python -m workflow {args[0]}' from a "
+                        "checkout of the repository"), line

@@ -1,6 +1,6 @@
 """The result numbers of the README and of docs/ come from the result files (issue 16, part 2; issue 35).
 
-Every number the README or a docs page states about a result is in a generated block (``python -m dirdp readme``);
+Every number the README or a docs page states about a result is in a generated block (``python -m workflow readme``);
 these tests check that each block equals what the committed files of the cpu profile give, that a block really
 follows its file, and that the results sections state no number by hand outside the blocks.
 """
@@ -41,13 +41,14 @@ ALLOWED = {"0.5", "1", "2", "3", "7", "10", "95-96%", "1e-3", "256", "95%"}
                     "test_without_headline_cells_the_findings_block_is_a_one_line_error runs instead")
 def test_every_generated_block_equals_what_its_files_give():
     changed = readme.update(README, REPO / "results", "cpu", check=True)
-    assert changed == [], (f"generated blocks {changed} differ from the result files; run `python -m dirdp readme`:\n"
-                           + readme.diff(README, REPO / "results", "cpu"))
+    assert changed == [], (f"generated blocks {changed} differ from the result files; run `python -m workflow "
+                           f"readme`:\n" + readme.diff(README, REPO / "results", "cpu"))
 
 
 @pytest.mark.skipif(HEADLINE.exists(), reason="results/cpu/headline_cells.csv is committed")
 def test_without_headline_cells_the_findings_block_is_a_one_line_error():
-    proc = subprocess.run([sys.executable, "-m", "dirdp", "readme", "--check"], capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "workflow", "readme", "--check"], capture_output=True, text=True,
+                          cwd=REPO)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith("error: results/cpu/headline_cells.csv: missing"), proc.stderr
     # every other block equals what its files give
@@ -55,7 +56,7 @@ def test_without_headline_cells_the_findings_block_is_a_one_line_error():
     names = {name for found in have.values() for name in found} - {"findings"}
     made = readme.render(REPO / "results", "cpu", names)
     stale = [name for found in have.values() for name, body in found.items() if name in made and made[name][1] != body]
-    assert stale == [], f"generated blocks {stale} differ from the result files; run `python -m dirdp readme`"
+    assert stale == [], f"generated blocks {stale} differ from the result files; run `python -m workflow readme`"
 
 
 def test_the_pages_have_the_blocks_the_results_need():
@@ -115,7 +116,7 @@ def test_check_names_the_drifted_block_and_its_page_and_exits_1(tmp_path):
     text = page.read_text()
     body = readme.blocks(text)["audit-canary"]
     page.write_text(text.replace(body, body.replace("4.91", "4.97", 1)))
-    proc = subprocess.run([sys.executable, "-m", "dirdp", "readme", "--check", "--readme", str(copy),
+    proc = subprocess.run([sys.executable, "-m", "workflow", "readme", "--check", "--readme", str(copy),
                            "--results", str(results)], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 1
     assert f"{page}: generated block(s) ['audit-canary'] differ" in proc.stderr
@@ -127,15 +128,15 @@ def test_check_names_the_drifted_block_and_its_page_and_exits_1(tmp_path):
     (["--readme", "/nonexistent/README.md"], "/nonexistent/README.md: no such file"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, says):
-    proc = subprocess.run([sys.executable, "-m", "dirdp", "readme", "--check", *args], capture_output=True, text=True,
-                          cwd=REPO)
+    proc = subprocess.run([sys.executable, "-m", "workflow", "readme", "--check", *args], capture_output=True,
+                          text=True, cwd=REPO)
     assert proc.returncode == 2 and proc.stderr.startswith("error: ") and says in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stderr.count("\n") == 1
 
 
 def test_an_unclosed_block_is_an_error(tmp_path):
     with pytest.raises(readme.ReadmeError, match="no matching"):
-        readme.blocks("<!-- generated: x (python -m dirdp readme; from f) -->\nbody\n")
+        readme.blocks("<!-- generated: x (python -m workflow readme; from f) -->\nbody\n")
 
 
 def _prose_numbers(text: str) -> list[str]:
@@ -314,7 +315,7 @@ def test_the_cpu_precision_block_is_the_sweep_jsons_as_tables(tmp_path):
         (folder / name).write_text(json.dumps(dict(
             rows=rows, peaks_gflops=peaks, load=dict(load_1min_before=load, others_cpu_fraction=0.011, cpus=2),
             cpu=cpu, avx512_bf16=True, amx_bf16=False,
-            provenance={"config": {"command": f"python -m dirdp bench --sweep ({cpu})"}})))
+            provenance={"config": {"command": f"python -m workflow bench --sweep ({cpu})"}})))
 
     sweep("bench_sweep.json", "Xeon X", [(1.0, "alg1", "fp32", 2, 2.0, 1.0, 0.9), (1.0, "alg1", "bf16+cl", 2, 1.0, 0.5, 0.71),
                                          (0.25, "nonprivate", "bf16", 1, 0.25, 0.8, 0.4)],
@@ -322,7 +323,7 @@ def test_the_cpu_precision_block_is_the_sweep_jsons_as_tables(tmp_path):
     sweep("bench_sweep_epyc.json", "EPYC Y", [(1.0, "alg1", "fp32", 2, 2.5, 1.0, 0.7), (1.0, "alg1", "bf16+cl", 2, 0.9, 0.36, 0.8)],
           {"fp32_t2": 141.0, "bf16_t2": 363.0}, 0.78)
     text = cpu_precision(src)
-    assert "| `bench_sweep.json` | Xeon X | yes | no | 0.12 | 1.1% of 2 | `python -m dirdp bench --sweep (Xeon X)` |" in text
+    assert "| `bench_sweep.json` | Xeon X | yes | no | 0.12 | 1.1% of 2 | `python -m workflow bench --sweep (Xeon X)` |" in text
     assert "| `bench_sweep_epyc.json` | EPYC Y | yes | no | 0.78 | 1.1% of 2 |" in text
     assert "| width | method | precision | threads | Xeon X: s/step (median) | vs fp32 | of its peak | EPYC Y: s/step" in text
     assert "| 1x | Algorithm 1 | bf16 + channels_last | 2 | 1.000 | 0.50 | 71% | 0.900 | 0.36 | 80% |" in text

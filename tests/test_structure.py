@@ -143,6 +143,64 @@ def test_the_library_never_imports_the_workflow():
     assert any(d.startswith("dirdp") for m in MODULES if m.startswith("workflow") for d in GRAPH[m])
 
 
+# what replaces this process by a program or spawns one (a call of it in dirdp/ is a finding whatever its arguments),
+# and what starts a process or imports a module by name (a finding when its arguments name the workflow); the name of
+# a call is matched by its last part too (from os import execv; from subprocess import run)
+_EXEC = ("exec", "spawn", "posix_spawn", "system", "popen")
+_BY_NAME = ("subprocess.", "runpy.", "importlib.")
+_BY_NAME_LAST = ("run", "call", "check_call", "check_output", "Popen", "run_module", "run_path", "import_module",
+                 "__import__")
+
+
+def _runs_the_workflow(source: str) -> list[str]:
+    """Where ``source`` (a module) may run the workflow as a program: an exec or spawn of any process, a call that
+    starts one or imports by name with the word workflow among its arguments, a "-m", "workflow" pair of strings, or
+    PYTHONPATH set (a key or keyword) for a child process."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        strings = [c.value for c in ast.walk(node) if isinstance(c, ast.Constant) and isinstance(c.value, str)]
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            last = name.rpartition(".")[2]
+            if last.startswith(_EXEC) and (name == last or name.startswith("os.")):
+                found.append(f"line {node.lineno}: {name}()")
+            elif ((name.startswith(_BY_NAME) or last in _BY_NAME_LAST)
+                  and any(re.search(r"\bworkflow\b", s) for s in strings)):
+                found.append(f"line {node.lineno}: {name}() of the workflow")
+            found += [f"line {node.lineno}: PYTHONPATH=" for k in node.keywords if k.arg == "PYTHONPATH"]
+        elif isinstance(node, (ast.List, ast.Tuple)):
+            items = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            if any(a == "-m" and b is not None and str(b).split(".")[0] == "workflow" for a, b in zip(items, items[1:])):
+                found.append(f"line {node.lineno}: -m workflow")
+        elif isinstance(node, ast.Dict):
+            found += [f"line {node.lineno}: PYTHONPATH key" for k in node.keys
+                      if isinstance(k, ast.Constant) and k.value == "PYTHONPATH"]
+    return found
+
+
+def test_the_finder_of_a_workflow_run_finds_the_old_hand_over():
+    """The library once handed the workflow's commands on (os.execve of python -m workflow with the checkout on
+    PYTHONPATH, else subprocess.run); each of those ways is found, and a subprocess without the workflow is not."""
+    old = ("import os, subprocess, sys\n"
+           "env = dict(os.environ, PYTHONPATH='x')\n"
+           "cmd = [sys.executable, '-m', 'workflow', 'readme']\n"
+           "os.execve(sys.executable, cmd, env)\n"
+           "subprocess.run([sys.executable, '-m', 'workflow.report', 'x'])\n"
+           "runpy.run_module('workflow', run_name='__main__')\n")
+    assert sorted(f.partition(": ")[2] for f in _runs_the_workflow(old)) == sorted([
+        "PYTHONPATH=", "-m workflow", "os.execve()", "subprocess.run() of the workflow", "-m workflow",
+        "runpy.run_module() of the workflow"])
+    assert _runs_the_workflow("import subprocess\nsubprocess.run(['git', 'rev-parse', 'HEAD'])\n") == []
+
+
+def test_the_library_never_runs_the_workflow():
+    """Nor does dirdp/ run the workflow as a program: no module of it execs or spawns a process, starts python -m
+    workflow or imports the workflow by name, or puts a checkout on PYTHONPATH; python -m dirdp answers a command
+    that moved to the workflow with one line saying where it went (tests/test_cli.py)."""
+    found = {str(p.relative_to(REPO)): f for p in LIBRARY.values() if (f := _runs_the_workflow(p.read_text()))}
+    assert found == {}, found
+
+
 def test_the_library_is_small_and_holds_no_workflow():
     """The mechanism, the accountant and theory, sampling, the models, the methods, the one loop and one run, the data
     loaders, the baselines, the audit's statistics and attacks (the one-run audit's canaries, scores and bound

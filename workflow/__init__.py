@@ -1,7 +1,7 @@
 """The workflow beside the library: what turns the library (``dirdp``) into this artifact's tables, figures and pages.
 
 It imports ``dirdp``; ``dirdp`` never imports it (``pip install .`` installs the library alone). Run from the root of a
-checkout (``python -m workflow ...``; ``python -m dirdp <command>`` hands the workflow's commands here), by the
+checkout (``python -m workflow ...``; ``python -m dirdp <command>`` only says that a command moved here), by the
 Snakefile and its rules, and by the notebooks.
 
 - :mod:`workflow.experiments`: the paper's objects as grids of training runs, and the profiles that scale them

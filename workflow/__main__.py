@@ -1,5 +1,5 @@
 """Command line of the workflow: python -m workflow index|readme|membership|bench|campaign ... (see --help);
-workflow/cli.py holds the parser. ``python -m dirdp <command>`` runs the same commands (it hands them over here)."""
+workflow/cli.py holds the parser. These were commands of ``python -m dirdp`` once; it now only says where they went."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def _bench_json(args, argv, result: dict, *, rows: list) -> int:
     if refused:
         print(f"error: {refused}", file=sys.stderr)
         return 2
-    config = dict(command="python -m dirdp " + " ".join(argv if argv is not None else sys.argv[1:]),
+    config = dict(command="python -m workflow " + " ".join(argv if argv is not None else sys.argv[1:]),
                   load_average_1min_at_end=result["load"]["load_1min_after"])  # kept: files before the load record
     Path(args.json_out).write_text(_json(dict(rows=rows, **result, provenance=collect(config))) + "\n")
     return 0

@@ -1,6 +1,6 @@
 """The argument parser of ``python -m workflow``: the workflow's commands (index, readme, membership, bench,
-campaign), their flags, defaults and help; workflow/__main__.py runs them. ``python -m dirdp <command>`` hands the
-same command lines over (dirdp.cli.WORKFLOW_COMMANDS)."""
+campaign), their flags, defaults and help; workflow/__main__.py runs them. ``python -m dirdp <command>`` refuses these
+names in one line that points here (dirdp.cli.MOVED)."""
 
 from __future__ import annotations
 

@@ -8,5 +8,5 @@
   span of D's logit Jacobians;
 - :mod:`workflow.audit.claims`: the claim each audit row faces, for the row's own neighbouring relation, and its verdict;
 - :mod:`workflow.audit.released`: each released model's membership row kept in a record beside its run
-  (``python -m dirdp membership``).
+  (``python -m workflow membership``).
 """

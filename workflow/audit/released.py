@@ -2,7 +2,7 @@
 .released_model_mia`) kept in a record beside its run (:func:`record_path`), so that a row whose weights are not in
 the checkout (the paper-width models' stay out of git) travels as that record; :func:`released_model_row` reads it back
 where it was made for the same weights, n, seed and code (:func:`dirdp.audit.membership.code_sha256`), and
-``python -m dirdp membership`` (:func:`command`) makes the records where the weights are."""
+``python -m workflow membership`` (:func:`command`) makes the records where the weights are."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def released_model_row(result_path, *, n: int = 2000, seed: int = 0, data_root=N
 
 
 def command(runs, *, n: int | None = None, seed: int = 0, data_root=None) -> int:
-    """``python -m dirdp membership RUN.json...``: each run's row kept in its record (:func:`released_model_row`,
+    """``python -m workflow membership RUN.json...``: each run's row kept in its record (:func:`released_model_row`,
     ``store``), ``n`` the DAG's (:data:`RELEASED_MODELS_N`) unless given. Every run is checked before
     any is audited: a mistake is one line on stderr and exit 2."""
     import sys

@@ -1,4 +1,4 @@
-"""The speed of the core, no model (``python -m dirdp bench --core``; ``benchmarks/bench_core.py`` calls it): one r*
+"""The speed of the core, no model (``python -m workflow bench --core``; ``benchmarks/bench_core.py`` calls it): one r*
 solve, the Table 7 grid, and the mechanism's loss beside plain cross-entropy, each the median of repeated calls on one
 thread.
 

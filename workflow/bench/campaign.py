@@ -1,4 +1,4 @@
-"""The GPU campaign's benchmark (``python -m dirdp bench --campaign``): :func:`campaign_bench` adds DP-SGD
+"""The GPU campaign's benchmark (``python -m workflow bench --campaign``): :func:`campaign_bench` adds DP-SGD
 (Opacus, on the GroupNorm twin), precisions (fp32, bf16 autocast with channels_last) and peak CUDA memory to
 :mod:`workflow.bench.core`'s timing; :func:`campaign_main` measures model by model, projects and prints."""
 
@@ -97,7 +97,7 @@ def campaign_bench(models=("inception", "resnet18"), *, device: str = "cuda", wi
 def campaign_main(models=("inception", "resnet18", "resnet9", "papernot_cnn"), *, width: float = 1.0, reps: int = 10,
                   device: str = "cuda", json_out: str | None = None, precisions=("fp32", "bf16+cl"),
                   batch: int | None = None) -> int:
-    """``python -m dirdp bench --campaign``: :func:`campaign_bench` model by model (each written to
+    """``python -m workflow bench --campaign``: :func:`campaign_bench` model by model (each written to
     ``json_out`` as soon as it is measured, so a cut-off run keeps what it had), then the projections for the
     paper profile (fp32 and bf16 + channels_last) and the gpu profile (fp32)."""
     import json

@@ -1,4 +1,4 @@
-"""Per-step cost of Algorithm 1 against non-private training, model by model (``python -m dirdp bench``).
+"""Per-step cost of Algorithm 1 against non-private training, model by model (``python -m workflow bench``).
 
 A step = forward, loss, backward and SGD update on a fixed batch of the paper's size for that
 model's data set. "non-private" uses cross-entropy on the logits, "Algorithm 1" the Dirichlet

@@ -1,4 +1,4 @@
-"""The CPU precision sweep (``python -m dirdp bench --sweep``): what fp32, bf16 autocast and bf16 + channels_last
+"""The CPU precision sweep (``python -m workflow bench --sweep``): what fp32, bf16 autocast and bf16 + channels_last
 cost per training step on this machine, and how close each comes to what the machine can do.
 
 One process times every configuration -- Inception at each width, Algorithm 1 and non-private, each precision, each

@@ -7,7 +7,7 @@ K at a time; at the budget every run gets SIGTERM, writes its checkpoint and sto
 --out results/runs/<profile>/<dataset>/<tag>.json``), so the DAG, the campaign and a person at a shell all make,
 resume and skip the same files; a run another process is training (its lock is held) is left alone.
 
-Two uses, one machinery (``python -m dirdp campaign run``):
+Two uses, one machinery (``python -m workflow campaign run``):
 
 - **The CPU evidence campaign** (``scripts/campaign.sh start|status|stop|land|save|tables``): the cpu profile's runs in
   the background with no budget, one thread a run, K side by side; ``campaign status`` says where each run stands;

@@ -14,8 +14,8 @@
   run here and the privacy cost at the paper's width;
 - :mod:`workflow.report.width`: accuracy against model width (``width_effect.csv``: the rows its figure draws);
 - :mod:`workflow.report.index`: ``results/<profile>/README.md`` and the top index ``results/README.md``
-  (``python -m dirdp index``); :mod:`workflow.report.readme`: the generated blocks of the README and docs/
-  (``python -m dirdp readme``).
+  (``python -m workflow index``); :mod:`workflow.report.readme`: the generated blocks of the README and docs/
+  (``python -m workflow readme``).
 
 What is particular to a kind of table or figure that is no paper object (its columns, its drawing) is in its notebook
 under ``notebooks/``. Every epsilon is parsed by :func:`dirdp.protocol.parse_eps` and printed by

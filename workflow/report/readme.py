@@ -1,18 +1,18 @@
-"""The numbers of the README and of the docs pages, generated from the result files (``python -m dirdp readme``).
+"""The numbers of the README and of the docs pages, generated from the result files (``python -m workflow readme``).
 
 Every number that ``README.md`` or a page of ``docs/`` states about a result lives in a marked block::
 
-    <!-- generated: NAME (python -m dirdp readme; from FILES) -->
+    <!-- generated: NAME (python -m workflow readme; from FILES) -->
     ...a table (or a single value) made by the builder NAME (workflow.report.readme_sections.builders)...
     <!-- end generated: NAME -->
 
-``python -m dirdp readme`` rewrites each block, wherever it lives (the README and every ``docs/*.md`` beside it), from
-the committed files of one profile (``cpu`` by default: ``results/cpu/*.csv``, ``results/cpu/*.json``, the run JSONs
-``results/runs/cpu/``; ``results/timings.csv``); ``--check`` changes nothing and exits 1 naming each page and block
-that differs from what the files give, which is what the test suite runs. Each block lives on one page only. Prose
-between the blocks carries no result number (``tests/test_readme_numbers.py`` checks the results sections), so a
-number in the README or the docs cannot drift from its file. A builder picks a result file's rows and columns and
-formats each cell; every table of every block is written by one renderer, :func:`workflow.report.markdown.table`.
+``python -m workflow readme`` rewrites each block, wherever it lives (the README and every ``docs/*.md`` beside it),
+from the committed files of one profile (``cpu`` by default: ``results/cpu/*.csv``, ``results/cpu/*.json``, the run
+JSONs ``results/runs/cpu/``; ``results/timings.csv``); ``--check`` changes nothing and exits 1 naming each page and
+block that differs from what the files give, which is what the test suite runs. Each block lives on one page only. Prose
+between the blocks carries no result number (``tests/test_readme_numbers.py`` checks the results sections), so a number
+in the README or the docs cannot drift from its file. A builder picks a result file's rows and columns and formats each
+cell; every table of every block is written by one renderer, :func:`workflow.report.markdown.table`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from pathlib import Path
 
 from workflow.report.readme_sections import ReadmeError, Sources, builders
 
-BLOCK = re.compile(r"(?P<head><!-- generated: (?P<name>[a-z0-9-]+) \(python -m dirdp readme; from (?P<files>[^)]*)\) -->\n)"
+BLOCK = re.compile(r"(?P<head><!-- generated: (?P<name>[a-z0-9-]+) "
+                   r"\(python -m workflow readme; from (?P<files>[^)]*)\) -->\n)"
                    r"(?P<body>.*?)"
                    r"(?P<tail><!-- end generated: (?P=name) -->)", re.S)
 
@@ -78,7 +79,7 @@ def render(results: str | Path = "results", profile: str = "cpu", names=None) ->
 def _rewrite(text: str, made: dict[str, tuple[str, str]], changed: list[str]) -> str:
     def replace(m: re.Match) -> str:
         files, body = made[m["name"]]
-        head = f"<!-- generated: {m['name']} (python -m dirdp readme; from {files}) -->\n"
+        head = f"<!-- generated: {m['name']} (python -m workflow readme; from {files}) -->\n"
         if head + body != m["head"] + m["body"]:
             changed.append(m["name"])
         return head + body + m["tail"]
@@ -130,7 +131,7 @@ def diff(readme: str | Path, results: str | Path = "results", profile: str = "cp
 
 
 def main(readme: str, results: str, profile: str, check: bool) -> int:
-    """``python -m dirdp readme``: 0 when every block is (now) what the files give; with ``--check``, 1 when
+    """``python -m workflow readme``: 0 when every block is (now) what the files give; with ``--check``, 1 when
     some block differs (it prints which, on which page, and the diff)."""
     import sys
 
@@ -139,7 +140,7 @@ def main(readme: str, results: str, profile: str, check: bool) -> int:
     if check and changed:
         for page, names in changed.items():
             print(f"{page}: generated block(s) {names} differ from the files of the '{profile}' profile; "
-                  "run `python -m dirdp readme` to regenerate them", file=sys.stderr)
+                  "run `python -m workflow readme` to regenerate them", file=sys.stderr)
         print(_diff(pages_), file=sys.stderr)
         return 1
     if not check:

@@ -58,7 +58,7 @@ def full_width_cost(src) -> str:
     steps = PRESETS["fashionmnist"].steps
     found = sorted(src.folder.glob("bench_full_width_t*.json"))
     if not found:
-        raise ReadmeError(f"{src.folder}: no bench_full_width_t<n>.json (make one with python -m dirdp bench "
+        raise ReadmeError(f"{src.folder}: no bench_full_width_t<n>.json (make one with python -m workflow bench "
                           "--models inception --width 1 --threads <n> --json-out ...)")
     recs = sorted(((r["rows"][0], r["provenance"]) for r in (src.json(p.stem) for p in found)),
                   key=lambda x: x[0]["threads"])
@@ -114,12 +114,12 @@ def dpsgd_full_width(src) -> str:
 
 
 def cpu_precision(src) -> str:
-    """Every CPU precision sweep of the profile (``bench_sweep*.json``, ``python -m dirdp bench --sweep``) as tables:
+    """Every CPU precision sweep of the profile (``bench_sweep*.json``, ``python -m workflow bench --sweep``) as tables:
     each machine and the load it ran under; per configuration, each machine's median s/step, its ratio to fp32 and
     its fraction of that machine's measured peak; the matmul peaks."""
     found = sorted(src.folder.glob("bench_sweep*.json"))
     if not found:
-        raise ReadmeError(f"{src.folder}: no bench_sweep*.json (make one with python -m dirdp bench --sweep "
+        raise ReadmeError(f"{src.folder}: no bench_sweep*.json (make one with python -m workflow bench --sweep "
                           "--json-out ...)")
     recs = [(p.name, src.json(p.stem)) for p in found]
     machines = table(["file", "CPU", "avx512_bf16", "amx_bf16", "1-min load before",

@@ -182,7 +182,8 @@ def scope(src) -> str:
     claimed = paper.EPOCH_SECONDS_DPSGD / paper.EPOCH_SECONDS_ALG1
     found = sorted(src.folder.glob("bench_baselines*.json"))
     if not found:
-        raise ReadmeError(f"{src.folder}: no bench_baselines*.json (python -m dirdp bench --baselines --json-out ...)")
+        raise ReadmeError(f"{src.folder}: no bench_baselines*.json "
+                          "(python -m workflow bench --baselines --json-out ...)")
     first, rows = True, []
     for path in found:
         rec = src.json(path.stem)

@@ -207,7 +207,8 @@ def bench(src: Sources) -> str:
     seconds per step of the same model and batch, non-private, Algorithm 1 and DP-SGD, one row per model and file."""
     found = sorted(src.folder.glob("bench_baselines*.json"))
     if not found:
-        raise ReadmeError(f"{src.folder}: no bench_baselines*.json (python -m dirdp bench --baselines --json-out ...)")
+        raise ReadmeError(f"{src.folder}: no bench_baselines*.json "
+                          "(python -m workflow bench --baselines --json-out ...)")
     recs = [(p, src.json(p.stem)) for p in found]
     files = []
     for p, rec in recs:
