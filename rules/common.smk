@@ -17,7 +17,7 @@ from snakemake.settings.types import DeploymentMethod
 from dirdp import methods
 from workflow.experiments import OBJECTS, Profile, Run
 from workflow.missing_data import missing_data, missing_data_message, present_data
-from workflow.report import OBJECT_NOTEBOOK, profile_run_paths
+from workflow.report import OBJECT_NOTEBOOK, labels, profile_run_paths
 
 
 def sources(*folders):
@@ -242,8 +242,7 @@ THEORY = "2. Privacy accounting and theory"
 BEYOND = "3. Beyond the paper: baselines, width, every run"
 AUDIT = "4. Privacy audit"
 INDEX = "5. Index"
-DATASET_NAMES = {"cifar10": "CIFAR10", "mnist": "MNIST", "fashionmnist": "FashionMNIST", "svhn": "SVHN",
-                 "dermamnist": "DermaMNIST"}
+DATASET_NAMES = labels.DATASETS  # the report's subcategory of each data set
 _REPORTED_KINDS = {".csv": "table", ".png": "figure", ".ipynb": "executed notebook", ".md": "index"}
 mimetypes.add_type("application/x-ipynb+json", ".ipynb")  # the report offers an executed notebook as a download
 

@@ -18,7 +18,8 @@ that interval decides it against a stated margin (:data:`MARGIN` accuracy points
   against the paper's 0.18), so it is shown, labelled, and decides nothing.
 
 The status of a row (:func:`status`) is its verdict, or why there is none ("no spread printed", "not comparable
-(reduced protocol)", "no value printed in the paper"), and says so when the run is at reduced width.
+(reduced protocol)", "no value printed in the paper"), and says so when the run is at reduced width. The CSVs carry
+each as a key; :mod:`workflow.report.labels` gives the sentences quoted here.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ import pandas as pd
 PAPER_SEEDS = 5  # the paper's tables are means +- std over 5 seeds (Section 4.1.2)
 LEVEL = 0.95  # the confidence level of every interval
 MARGIN = 1.0  # accuracy points: "within 1 point of the paper"
-PAPER_SPREAD_ONLY = "paper spread only (n = 1)"
-ONE_RUN = "no verdict (n = 1)"  # the verdict of one run: it claims nothing beyond its number
+# the CSVs carry the keys below; their labels ("paper spread only (n = 1)", "no verdict (n = 1)", ...) are
+# workflow.report.labels'
+PAPER_SPREAD_ONLY = "paper_spread"  # the interval of one run: the paper's spread only
+ONE_RUN = "one_run"  # the verdict of one run: it claims nothing beyond its number
 
 
 def _t(level: float, df: float) -> float:
@@ -67,77 +70,58 @@ def welch_interval(a, b, level: float = LEVEL) -> dict:
 
 def diff_interval(mean: float, std: float | None, n: int, paper: float, paper_std: float | None,
                   paper_n: int = PAPER_SEEDS, level: float = LEVEL) -> dict:
-    """ours - paper with its confidence interval at ``level``: diff, lo, hi (None: no interval) and ``interval``,
-    how it was made: "Welch (df = ...)" for a mean over n >= 2 seeds, :data:`PAPER_SPREAD_ONLY` for one run,
-    "none (the paper prints no spread)" where the paper prints no std."""
+    """ours - paper with its confidence interval at ``level``: diff, lo, hi (None: no interval), ``interval``, how it
+    was made (a key of :data:`workflow.report.labels.INTERVALS`): "welch" for a mean over n >= 2 seeds (its degrees
+    of freedom ``df``), :data:`PAPER_SPREAD_ONLY` for one run, "no_paper_spread" where the paper prints no std."""
     diff = float(mean - paper)
     if paper_std is None or pd.isna(paper_std):
-        return dict(diff=diff, lo=None, hi=None, interval="none (the paper prints no spread)")
+        return dict(diff=diff, lo=None, hi=None, interval="no_paper_spread", df=None)
     if n >= 2 and std is not None and not pd.isna(std):
         w = welch_from_stats(mean, std, n, paper, paper_std, paper_n, level)
-        return dict(diff=diff, lo=w["lo"], hi=w["hi"], interval=f"Welch (df = {w['df']:.1f})")
+        return dict(diff=diff, lo=w["lo"], hi=w["hi"], interval="welch", df=round(w["df"], 1))
     half = _t(level, paper_n - 1) * paper_std * math.sqrt(1 + 1 / paper_n)
-    return dict(diff=diff, lo=diff - half, hi=diff + half, interval=PAPER_SPREAD_ONLY)
+    return dict(diff=diff, lo=diff - half, hi=diff + half, interval=PAPER_SPREAD_ONLY, df=None)
 
 
 def verdict(lo: float | None, hi: float | None, n: int, margin: float = MARGIN) -> str | None:
     """What the interval [lo, hi] of ours - paper over our ``n`` seeds decides against ``margin`` (accuracy
-    points); None without an interval, :data:`ONE_RUN` for one run (n = 1), whatever its interval."""
+    points), as a key of :data:`workflow.report.labels.VERDICTS`: "within" (the whole interval within +-margin),
+    "below"/"above" (it excludes 0 on that side; both: "below_within"/"above_within"), else "undecided"; None
+    without an interval, :data:`ONE_RUN` for one run (n = 1), whatever its interval."""
     if lo is None or hi is None or pd.isna(lo) or pd.isna(hi):
         return None
     if n < 2:
         return ONE_RUN
     within = -margin <= lo and hi <= margin
     side = "below" if hi < 0 else "above" if lo > 0 else None
-    if within and side:
-        return f"{side} the paper, within {margin:g} point{'s' * (margin != 1)}"
-    if within:
-        return f"within {margin:g} point{'s' * (margin != 1)} of the paper"
     if side:
-        return f"{side} the paper"
-    return f"undecided (n = {n})"
+        return f"{side}_within" if within else side
+    return "within" if within else "undecided"
 
 
 def estimate(mean: float, std: float | None, n: int, paper: float | None, paper_std: float | None) -> dict:
-    """The comparison of one cell (the rule of this module): diff, ci_low, ci_high, interval, verdict (None where
-    the paper prints no value, or no spread)."""
+    """The comparison of one cell (the rule of this module): diff, ci_low, ci_high, interval, interval_df, verdict
+    (None where the paper prints no value, or no spread)."""
     if paper is None or pd.isna(paper):
-        return dict(diff=None, ci_low=None, ci_high=None, interval=None, verdict=None)
+        return dict(diff=None, ci_low=None, ci_high=None, interval=None, interval_df=None, verdict=None)
     ci = diff_interval(mean, std, n, paper, paper_std)
     return dict(diff=_round(ci["diff"]), ci_low=_round(ci["lo"]), ci_high=_round(ci["hi"]), interval=ci["interval"],
-                verdict=verdict(ci["lo"], ci["hi"], n))
-
-
-def interval_name(interval) -> str:
-    """What a row's ``interval`` (as :func:`diff_interval` names it, in every CSV) is, for a reader: "95% CI,
-    Welch (df = ...)" for a mean over n >= 2 seeds; for one run (:data:`PAPER_SPREAD_ONLY`) "95% prediction
-    interval (n = 1, the paper's spread)": not a confidence interval of ours - paper, the range one more run with
-    the paper's spread would fall in. Anything else (none, "none (the paper prints no spread)") as it is; "" for
-    none."""
-    if interval is None or (isinstance(interval, float) and math.isnan(interval)):
-        return ""
-    text = str(interval)
-    if text == PAPER_SPREAD_ONLY:
-        return f"{LEVEL:.0%} prediction interval (n = 1, the paper's spread)"
-    if text.startswith("Welch"):
-        return f"{LEVEL:.0%} CI, {text}"
-    return text
+                interval_df=ci["df"], verdict=verdict(ci["lo"], ci["hi"], n))
 
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def status(row: dict, reduced_width: bool, reduced_protocol: bool) -> str:
-    """The status of a cell made here (``row``: paper, paper_std, verdict): its verdict, or why it has none."""
+def status(row: dict, reduced_protocol: bool) -> str:
+    """The status of a cell made here (``row``: paper, verdict), a key of :data:`workflow.report.labels.STATUSES`:
+    "compared" (it has a verdict), else why it has none; its sentence (with "(reduced width)") is
+    :func:`workflow.report.labels.status`'s."""
     if row.get("paper") is None or pd.isna(row["paper"]):
-        return "no value printed in the paper"
+        return "no_paper_value"
     if reduced_protocol:
-        return "not comparable (reduced protocol)"
-    suffix = " (reduced width)" if reduced_width else ""
-    if row.get("verdict") is None:
-        return "no spread printed" + suffix
-    return row["verdict"] + suffix
+        return "not_comparable"
+    return "no_spread" if row.get("verdict") is None else "compared"
 
 
 def _paper_cell(printed: pd.DataFrame, row: dict) -> tuple[float | None, float | None, str | None]:

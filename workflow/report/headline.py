@@ -19,20 +19,19 @@ from pathlib import Path
 import pandas as pd
 
 from dirdp import methods, provenance
-from dirdp.protocol import fmt_eps
 from workflow.report.compare import PAPER_SEEDS, welch_from_stats
 from workflow.report.objects import paper_model
 
 CELL_COLUMNS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
-                "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "verdict"]
+                "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "interval_df", "verdict"]
 AUDIT_COLUMNS = ["audit", "method", "model", "setting", "q", "T", "adjacency", "adversary_sees", "claimed_eps",
                  "eps_lower_bound", "eps_exact_bound", "ceiling", "source"]
 SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics
 FULL_WIDTH = 1.0  # the paper's models: the width of the cells the findings lead with
 PAPER_CELL_COLUMNS = ["object", "dataset", "eps", "paper_mean", "paper_std"]
 PRIVACY_COST_COLUMNS = ["object", "dataset", "eps", "width", "precision", "mean_inf", "std_inf", "n_inf", "mean_eps",
-                        "std_eps", "n_eps", "ours_cost", "ci_low", "ci_high", "interval", "paper_inf", "paper_eps",
-                        "paper_cost", "diff", "status"]
+                        "std_eps", "n_eps", "ours_cost", "ci_low", "ci_high", "interval", "interval_df", "paper_inf",
+                        "paper_eps", "paper_cost", "diff", "status"]  # interval, status: keys (workflow.report.labels)
 
 
 def headline_cells(tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -40,13 +39,14 @@ def headline_cells(tables: list[pd.DataFrame]) -> pd.DataFrame:
     here with the paper's model and protocol beside a value the paper prints. Columns: :data:`CELL_COLUMNS`."""
     rows = []
     for t in tables:
-        here = paper_model(t[(t.label == "run here") & t.paper.notna()])
-        here = here[~here.status.str.startswith("not comparable")]
+        here = paper_model(t[(t.origin == "here") & t.paper.notna()])
+        here = here[here.status != "not_comparable"]
         for r in here.itertuples():
             rows.append(dict(object=r.object, dataset=r.dataset, method=r.method, eps=r.eps, width=r.width,
                              precision=getattr(r, "precision", None) or "fp32", n=int(r.n), ours_mean=r.mean,
                              ours_std=r.std, paper_mean=r.paper, paper_std=r.paper_std, paper_n=PAPER_SEEDS,
-                             diff=r.diff, ci_low=r.ci_low, ci_high=r.ci_high, interval=r.interval, verdict=r.verdict))
+                             diff=r.diff, ci_low=r.ci_low, ci_high=r.ci_high, interval=r.interval,
+                             interval_df=r.interval_df, verdict=r.verdict))
     return pd.DataFrame(rows, columns=CELL_COLUMNS)
 
 
@@ -61,7 +61,7 @@ def paper_cells(tables: list[pd.DataFrame]) -> pd.DataFrame:
     for t in tables:
         if headline_cells([t]).empty:
             continue
-        printed = t[(t.method == alg1) & t.label.isin(["paper", "run here"]) & t.paper.notna()]
+        printed = t[(t.method == alg1) & t.origin.isin(["paper", "here"]) & t.paper.notna()]
         for eps, at in sorted(printed.groupby("eps"), key=lambda g: float(g[0])):
             first = at.iloc[0]
             rows.append(dict(object=first.object, dataset=first.dataset, eps=float(eps), paper_mean=first.paper,
@@ -122,22 +122,21 @@ def privacy_cost(cells: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
                         best = side.loc[side.n.astype(int).idxmax()]
                         row.update({f"mean_{key}": best.ours_mean, f"std_{key}": best.ours_std,
                                     f"n_{key}": int(best.n)})
-                row["status"] = (f"no full-width run at eps = {' or '.join(fmt_eps(e) for e in missing)} yet" if missing
-                                 else "no precision run at full width at both eps")
+                row["status"] = "not_run" if missing else "no_common_precision"  # n_eps, n_inf: which side
             else:
                 prec, at_eps, at_inf = pair
                 n_eps, n_inf = int(at_eps.n), int(at_inf.n)
                 cost = at_inf.ours_mean - at_eps.ours_mean
                 row.update(precision=prec, mean_inf=at_inf.ours_mean, std_inf=at_inf.ours_std, n_inf=n_inf,
                            mean_eps=at_eps.ours_mean, std_eps=at_eps.ours_std, n_eps=n_eps, ours_cost=_r3(cost),
-                           diff=_r3(cost - paper_cost), status="both sides run at full width")
+                           diff=_r3(cost - paper_cost), status="both_run")
                 if n_inf >= 2 and n_eps >= 2:
                     w = welch_from_stats(at_inf.ours_mean, at_inf.ours_std, n_inf, at_eps.ours_mean, at_eps.ours_std,
                                          n_eps)
-                    row.update(ci_low=_r3(w["lo"]), ci_high=_r3(w["hi"]), interval=f"Welch (df = {w['df']:.1f})")
-                else:
-                    one = [fmt_eps(e) for e, n in ((c.eps, n_eps), (math.inf, n_inf)) if n < 2]
-                    row["interval"] = f"none (one run at eps = {' and '.join(one)})"
+                    row.update(ci_low=_r3(w["lo"]), ci_high=_r3(w["hi"]), interval="welch",
+                               interval_df=round(w["df"], 1))
+                else:  # a side with one run (n_eps, n_inf say which)
+                    row["interval"] = "one_run"
             rows.append(row)
     return pd.DataFrame(rows, columns=PRIVACY_COST_COLUMNS)
 

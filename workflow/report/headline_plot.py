@@ -18,14 +18,13 @@ import math
 import pandas as pd
 
 from dirdp import methods
-from workflow.report.compare import LEVEL, MARGIN, ONE_RUN, PAPER_SPREAD_ONLY
+from workflow.report import labels
+from workflow.report.compare import LEVEL, MARGIN, PAPER_SPREAD_ONLY
 
 WIDTH_MARKER = {1.0: "o", 0.5: "s", 0.25: "^"}  # ours, by model width (any other width: "v")
 OTHER_WIDTH = "v"
 PAPER_MARKER = "d"  # the paper's value (grey): a shape no width of ours uses
 SEES_MARKER = {"every update": "o", "final model": "s", "one release": "D"}  # the audited lower bound, by adversary
-NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "svhn": "SVHN",
-         "dermamnist": "DermaMNIST"}
 AUDIT_NAMES = {"canary": "canary", "subspace": "subspace test, white box", "batchnorm": "BatchNorm running stats",
                "one run": "one-run audit, real training"}
 # the verdict's colours (Okabe-Ito, told apart with colour-blind eyes too): one per outcome of the interval
@@ -41,14 +40,14 @@ MS = 8  # the left panel's marker size (points)
 
 
 def verdict_colour(verdict) -> str:
-    """A verdict's colour: the interval within the margin and containing 0 (:data:`WITHIN`, green); within the margin
-    but excluding 0, "below/above the paper, within 1 point" (:data:`SHIFTED`, blue); excluding 0 and reaching
-    beyond the margin (:data:`OUTSIDE`, orange-red); undecided, one run's (no verdict) or none (:data:`NONE`, grey)."""
-    if not isinstance(verdict, str) or verdict.startswith("undecided") or verdict == ONE_RUN:
-        return NONE
-    if f"within {MARGIN:g} point" in verdict:
-        return SHIFTED if verdict.startswith(("below", "above")) else WITHIN
-    return OUTSIDE
+    """A verdict key's colour: the interval within the margin and containing 0 (:data:`WITHIN`, green); within the
+    margin but excluding 0, below_within/above_within (:data:`SHIFTED`, blue); excluding 0 and reaching beyond the
+    margin (:data:`OUTSIDE`, orange-red); undecided, one run's (no verdict) or none (:data:`NONE`, grey)."""
+    if verdict == "within":
+        return WITHIN
+    if verdict in ("below_within", "above_within"):
+        return SHIFTED
+    return OUTSIDE if verdict in ("below", "above") else NONE
 
 
 def width_marker(width: float) -> str:
@@ -63,7 +62,7 @@ def _cell_label(r) -> str:
     eps = "inf" if math.isinf(r.eps) else f"{r.eps:g}"
     method = "" if methods.is_ours(r.method) else f" {methods.short(r.method)}"
     bf16 = ", bf16" if r.precision == "bf16" else ""
-    return f"{NAMES.get(r.dataset, r.dataset)} ε={eps}{method}, {r.width:g}x{bf16}"
+    return f"{labels.dataset(r.dataset)} ε={eps}{method}, {r.width:g}x{bf16}"
 
 
 def _cells_xlim(cells: pd.DataFrame) -> tuple[float, float]:

@@ -18,7 +18,8 @@ from dirdp import provenance
 from dirdp.protocol import fmt_eps, parse_eps
 from dirdp.run_result import read_run
 from workflow.experiments import OBJECTS
-from workflow.report.compare import LEVEL, MARGIN, ONE_RUN, PAPER_SPREAD_ONLY, interval_name
+from workflow.report import labels
+from workflow.report.compare import LEVEL, MARGIN, ONE_RUN, PAPER_SPREAD_ONLY
 from workflow.report.index_audit import audit_rows
 from workflow.report.index_figures import figure_lines
 from workflow.report.runs import run_files
@@ -32,7 +33,7 @@ Profile: **{profile}** (`config/{profile}.yaml`); its results are in `results/{p
 Every object of the paper, the command that regenerates it, our numbers beside the paper's (one row per cell,
 model width and precision; mean ± std over our n seeds), and ours - paper with its {level:g}% interval (the column
 *interval* names which): for a mean over n >= 2 seeds Welch's confidence interval (both spreads), and for one run
-(n = 1) a prediction interval from the paper's spread only (*{spread_only}* in the CSVs: the range one more run
+(n = 1) a prediction interval from the paper's spread only (*{spread_only}*, `paper_spread` in the CSVs: the range one more run
 with the paper's spread would fall in, not a confidence interval of the difference). The status of a mean over
 n >= 2 seeds is the verdict of its interval against a margin of {margin:g} accuracy point: *within {margin:g} point of the paper* (the
 whole interval within ±{margin:g}), *below the paper* or *above the paper* (it excludes 0 on that side; both: *below
@@ -40,7 +41,7 @@ the paper, within {margin:g} point*), or *undecided (n = ...)* (too wide to say)
 (its interval assumes our seed spread is the paper's, which one run cannot check). Otherwise *no spread printed* (the paper's eps = inf columns: no
 interval), *not comparable* (a reduced protocol: fewer steps, another q, a training subset), or *not run here* with
 the reason. Runs at reduced model width say so; their accuracies are not the paper's model. Numbers the paper quotes
-from other work are in each object's CSV as rows labelled `paper, cited`, never mixed with ours. Every figure of the
+from other work are in each object's CSV as rows of origin `cited`, never mixed with ours. Every figure of the
 profile is linked under *Figures*.
 """
 
@@ -96,26 +97,27 @@ def _cell(row) -> str:
 
 def _object_section(name: str, table: pd.DataFrame, profile: str) -> tuple[str, list[str]]:
     obj = OBJECTS[name]
-    here = table[table.label == "run here"]
-    counts = here.status.value_counts()
+    status = pd.Series([labels.status(r) for r in table.to_dict("records")], index=table.index, dtype=object)
+    here = table[table.origin == "here"]
+    counts = status[here.index].value_counts()
     summary = "; ".join(f"{n} {s}" for s, n in counts.items()) if len(here) else ""
-    not_run = table[(table.label != "run here") & (table.label != "paper, cited")]  # every method's cells
-    reasons = not_run.status.value_counts()
+    not_run = table[table.status == "not_run"]  # every method's cells
+    reasons = not_run.why.value_counts()
     if len(reasons):
-        summary += ("; " if summary else "") + "; ".join(f"{_cells(n)} {s}" for s, n in reasons.items())
+        summary += ("; " if summary else "") + "; ".join(f"{_cells(n)} not run here ({s})" for s, n in reasons.items())
     target = _target(profile, f"{name}.csv")
     lines = [f"### {obj.title} — `{target}`", "", f"{obj.caption}. Command: {_cmd(profile, target)}", ""]
     if len(here):
         lines += ["| method | cell | ours (mean ± std over seeds) | n | paper | ours - paper [95% interval] "
                   "| interval | status | setting |", "|---|---|---|---|---|---|---|---|---|"]
-        for r in here.itertuples():
+        for i, r in zip(here.index, here.itertuples()):
             lines.append(f"| {r.method} | {_cell(r)} | {_pm(r.mean, r.std)} | {int(r.n)} | "
                          f"{_pm(r.paper, r.paper_std)} | {_diff(r)} | "
-                         f"{interval_name(getattr(r, 'interval', None))} | {r.status} | {r.setting} |")
+                         f"{labels.interval_long(r.interval, r.interval_df)} | {status[i]} | {r.setting} |")
         lines.append("")
     if len(reasons):
-        why = "; ".join(f"{_cells(n)} ({s.removeprefix('not run here (').removesuffix(')')}): "
-                        + ", ".join(_listed(not_run[not_run.status == s])) for s, n in reasons.items())
+        why = "; ".join(f"{_cells(n)} ({s}): " + ", ".join(_listed(not_run[not_run.why == s]))
+                        for s, n in reasons.items())
         lines += [f"Not run here: {why}.", ""]
     row = f"| {obj.title} | [`{name}.csv`]({name}.csv) | {summary or 'nothing run'} |"
     return row, lines
@@ -272,7 +274,7 @@ def write_index(*, results: str | Path = "results", profile: str, out: str | Pat
     dirty, marked = _dirty_results(results, profile, out)
     rows = [_mark(r, marked) for r in rows]
     text = HEAD.format(profile=profile, commit=provenance.git_commit(), level=100 * LEVEL, margin=MARGIN,
-                       spread_only=PAPER_SPREAD_ONLY, one_run=ONE_RUN) + "\n## Objects\n\n" + "\n".join(rows)
+                       spread_only=labels.interval(PAPER_SPREAD_ONLY), one_run=labels.verdict(ONE_RUN, 1)) + "\n## Objects\n\n" + "\n".join(rows)
     text += "\n\n" + "\n".join(figure_lines(results.parent.parent / "figures" / profile, figures,
                                         results.parent.parent / "notebooks"))
     text += "\n\n## Cells, ours beside the paper\n\n" + "\n".join(sections) + "\n" + "\n".join(dirty) + "\n"

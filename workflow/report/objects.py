@@ -20,14 +20,17 @@ from dirdp.protocol import fmt_eps, parse_eps
 from dirdp.run_result import read_run
 from workflow import paper
 from workflow.experiments import METHODS, PaperObject, Profile, get_object
+from workflow.report import labels
 from workflow.report.compare import _paper_cell, estimate, status
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
 MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "ResNet-9", "papernot_cnn": "CNN"}
-COLUMNS = ["object", "dataset", "metric", "method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr",
+# origin, interval, verdict and status are keys (workflow.report.labels: what a reader sees of each); why: the free
+# text of a cell not run here, shown as it is
+COLUMNS = ["object", "dataset", "metric", "method", "model", "origin", "eps", "eps_reported", "q", "alpha", "lr",
            "width", "norm", "precision", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "ci_low", "ci_high",
-           "interval", "verdict", "status", "setting", "certified_eps", "rstar", "source", "runs"]
-SHOW_COLUMNS = ["method", "model", "label", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
+           "interval", "interval_df", "verdict", "status", "why", "setting", "certified_eps", "rstar", "source", "runs"]
+SHOW_COLUMNS = ["method", "model", "origin", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
                 "paper", "paper_std", "diff", "ci_low", "ci_high", "status"]
 
 
@@ -49,9 +52,9 @@ def show_columns(obj: PaperObject) -> list[str]:
     paper's (:func:`show` leaves out a column empty in every row: eps_reported only where a cited number is at
     another eps)."""
     if obj.axis == "lr":
-        return ["method", "model", "label", "eps", "alpha", "lr", "width", "mean", "std", "n", "status"]
+        return ["method", "model", "origin", "eps", "alpha", "lr", "width", "mean", "std", "n", "status"]
     varies = ["eps_reported"] if obj.axis == "eps" else [obj.axis]
-    return ["method", "model", "label", "eps", *varies, "width", "mean", "std", "n", "paper", "paper_std", "diff",
+    return ["method", "model", "origin", "eps", *varies, "width", "mean", "std", "n", "paper", "paper_std", "diff",
             "ci_low", "ci_high", "status"]
 
 
@@ -131,8 +134,8 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
         got = got[got[obj.metric].notna()] if len(got) else got
         if not len(got):
             planned = any(tuple(getattr(r, k) for k in keys) == cell for r in expected)
-            rows.append(dict(base, label="paper" if ref[0] is not None else "not run", n=0,
-                             status=_not_run(obj, profile, planned)))
+            rows.append(dict(base, origin="paper" if ref[0] is not None else "not_run", n=0, status="not_run",
+                             why=_not_run(obj, profile, planned)))
             continue
         # full width first, the paper's BatchNorm before GroupNorm (an option here: not the paper's model), fp32 before
         # bf16 (a precision is never pooled with another: their seeds are separate samples)
@@ -141,7 +144,7 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
             vals = at[obj.metric]
             first = at.iloc[0]
             other_norm = norm == "group" and methods.norm_chosen(sel["method"])
-            row = dict(base, label="run here", width=width, norm=norm, precision=prec, mean=float(vals.mean()),
+            row = dict(base, origin="here", width=width, norm=norm, precision=prec, mean=float(vals.mean()),
                        std=float(vals.std(ddof=1)) if len(vals) > 1 else None, n=len(vals),
                        seeds=" ".join(str(s) for s in sorted(at.seed)),
                        setting=f"{first.protocol}, {first.width_label}" + (", GroupNorm" if other_norm else "")
@@ -153,15 +156,12 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
                 row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
             else:
                 row.update(estimate(row["mean"], row["std"], row["n"], ref[0], ref[1]))
-            row["status"] = status(row, width != 1.0, reduced_protocol)
-            if other_norm:
-                row["status"] += " (GroupNorm, not the paper's model)"
+            row["status"] = status(row, reduced_protocol)
             rows.append(row)
     for c in printed[printed.label == "paper, cited"].itertuples():
         rows.append(dict(object=obj.name, dataset=obj.dataset, metric=obj.metric, method=c.method, model=c.model,
-                         label="paper, cited", eps=c.eps, eps_reported=c.eps_reported, q=None, paper=c.accuracy,
-                         paper_std=c.std if not pd.isna(c.std) else None, n=0, source=c.source,
-                         status="cited by the paper; not run here"))
+                         origin="cited", eps=c.eps, eps_reported=c.eps_reported, q=None, paper=c.accuracy,
+                         paper_std=c.std if not pd.isna(c.std) else None, n=0, source=c.source, status="cited"))
     return pd.DataFrame(rows).reindex(columns=COLUMNS)
 
 
@@ -174,20 +174,22 @@ def paper_model(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _not_run(obj: PaperObject, profile: Profile, planned: bool) -> str:
+    """Why a cell of ``obj`` is not run here (the ``why`` of its row: shown as it is, never read back)."""
     if obj.name not in profile.objects:
         offline = "; its data set is not on this machine" if missing_files(obj.dataset) else ""
-        return f"not run here (not in the '{profile.name}' profile{offline})"
+        return f"not in the '{profile.name}' profile{offline}"
     if obj.dataset not in profile.datasets:
-        return "not run here (data set left out of this DAG)"
+        return "data set left out of this DAG"
     if not planned:
-        return f"not run here (not in the '{profile.name}' profile's grid)"
-    return "not run here (result file missing: run the DAG)"
+        return f"not in the '{profile.name}' profile's grid"
+    return "result file missing: run the DAG"
 
 
 def show(table: pd.DataFrame, columns: list[str] | None = None) -> str:
     """``columns`` of the table (default :data:`SHOW_COLUMNS`) as text, for a notebook cell or a log; columns
     empty in every row are left out, eps is printed as :func:`dirdp.protocol.fmt_eps` prints it."""
-    t = table[[c for c in columns or SHOW_COLUMNS if table[c].notna().any()]].copy()
+    t = labels.readable(table)
+    t = t[[c for c in columns or SHOW_COLUMNS if table[c].notna().any()]].copy()
     for c in ("mean", "std"):  # unrounded in the table, so that a page printing 2 decimals rounds once; 3 here
         if c in t:
             t[c] = t[c].map(lambda v: v if pd.isna(v) else round(float(v), 3))

@@ -69,16 +69,16 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
     xmax = max(finite + [e for e in table.eps_reported.dropna() if math.isfinite(e)])
     palette = sns.color_palette("tab10")
     shown = list(dict.fromkeys(table.method))
-    slots = [(m, key) for m in shown for key in _lines(table[(table.method == m) & (table.label == "run here")])]
+    slots = [(m, key) for m in shown for key in _lines(table[(table.method == m) & (table.origin == "here")])]
     for i, m in enumerate(shown):
         color = palette[METHOD_COLOR.get(m, 5 + i) % 10]
-        paper_rows = table[(table.method == m) & table.paper.notna() & (table.label != "paper, cited")]
+        paper_rows = table[(table.method == m) & table.paper.notna() & (table.origin != "cited")]
         if len(paper_rows):
             p = paper_rows.sort_values(x)
             px = eps_x(p.eps, xmax) if x == "eps" else p[x]
             ax.plot(px, p.paper, "--", color=color, label=f"{m} (paper)")
             ax.fill_between(px, p.paper - p.paper_std.fillna(0), p.paper + p.paper_std.fillna(0), color=color, alpha=0.15)
-        ours = _with_keys(table[(table.method == m) & (table.label == "run here")])
+        ours = _with_keys(table[(table.method == m) & (table.origin == "here")])
         widths = sorted(ours.width.dropna().unique(), reverse=True)
         for j, (w, norm, prec) in enumerate(_lines(ours)):  # one line per width, norm and precision, all solid
             at = ours[(ours.width == w) & (ours.norm == norm) & (ours.precision == prec)].sort_values(x)
@@ -91,7 +91,7 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
                     gn if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width{gn}")
             ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 3)],
                         color=color, capsize=3, alpha=1.0 if j == 0 else 0.8, label=f"{m} (run here{what})")
-        cited = table[(table.method == m) & (table.label == "paper, cited")]
+        cited = table[(table.method == m) & (table.origin == "cited")]
         for c in cited.itertuples():
             e = c.eps_reported if not pd.isna(c.eps_reported) else c.eps
             cx = (xmax * INF_AT if math.isinf(e) else e) if x == "eps" else e
@@ -155,7 +155,7 @@ def _lr_figure(obj: PaperObject, table: pd.DataFrame, title_note: str):
     from dirdp import theory
 
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
-    ours = table[table.label == "run here"]
+    ours = table[table.origin == "here"]
     for alpha, g in ours.groupby("alpha"):
         g = g.sort_values("lr")
         k = theory.kappa(s_y=0.9, r=float(g.rstar.iloc[0]), alpha=float(alpha))

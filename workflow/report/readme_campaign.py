@@ -9,10 +9,8 @@ import pandas as pd
 
 from dirdp import methods
 from dirdp.protocol import fmt_eps
+from workflow.report.labels import DATASETS as NAMES
 from workflow.report.markdown import table
-
-NAMES = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "dermamnist": "DermaMNIST",
-         "svhn": "SVHN"}
 
 
 class ReadmeError(ValueError):
@@ -38,12 +36,11 @@ def width_effect(src) -> str:
     if "dataset" not in t:  # a table made before the MNIST panel: FashionMNIST alone
         t["dataset"] = "fashionmnist"
     t = t.assign(order=t.dataset != "fashionmnist").sort_values(["order", "dataset", "eps", "width", "precision"])
-    names = {"fashionmnist": "FashionMNIST", "mnist": "MNIST"}
     rows = []
     for row in t.itertuples():
         paper = "—" if pd.isna(row.paper_full_width) else (
             f"{row.paper_full_width:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}"))
-        rows.append([names.get(row.dataset, row.dataset), fmt_eps(row.eps),
+        rows.append([NAMES.get(row.dataset, row.dataset), fmt_eps(row.eps),
                      f"{row.width:g}x{', bf16' if row.precision == 'bf16' else ''}", acc(row.mean, row.std, int(row.n)),
                      paper, f"{row.diff_to_paper:+.2f}"])
     return table(["data set", "eps", "width", "test acc. ours", "paper (full width)", "ours - paper"], rows)

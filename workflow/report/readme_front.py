@@ -13,12 +13,11 @@ import pandas as pd
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from workflow.report import headline
-from workflow.report.compare import PAPER_SEEDS, interval_name
+from workflow.report import labels
+from workflow.report.compare import PAPER_SEEDS
 from workflow.report.markdown import table
 from workflow.report.readme_campaign import NAMES, ReadmeError, acc
 
-CELLS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
-         "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "verdict"]
 TIMINGS = ["command", "profile", "what", "wall_s", "processor", "measured_utc", "source"]
 
 
@@ -50,10 +49,10 @@ def _cell_row(r) -> list:
     width = f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else "")
     diff = "—" if _blank(r.diff) else (
         f"{r.diff:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
-    interval = "—" if _blank(r.interval) else interval_name(r.interval).replace("|", "\\|")
+    interval = "—" if _blank(r.interval) else labels.interval_long(r.interval, r.interval_df).replace("|", "\\|")
     return [object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)), width,
             acc(r.ours_mean, r.ours_std, int(r.n)), _paper(r.paper_mean, r.paper_std, r.paper_n), diff, interval,
-            "—" if _blank(r.verdict) else r.verdict]
+            "—" if _blank(r.verdict) else labels.verdict(r.verdict, r.n)]
 
 
 FINDINGS_HEAD = ["object", "data set", "method", "eps", "width", "ours", "paper", "ours - paper [95% interval]",
@@ -63,7 +62,7 @@ NOT_RUN = "not run yet"  # a paper cell with no run at the paper's width
 
 def _cells(src) -> pd.DataFrame:
     t = src.csv("headline_cells")
-    _columns(t, CELLS, f"{src.folder}/headline_cells.csv")
+    _columns(t, headline.CELL_COLUMNS, f"{src.folder}/headline_cells.csv")
     return t
 
 
@@ -85,7 +84,7 @@ def findings(src) -> str:
     ``headline_cells.csv`` gives them: every Algorithm-1 cell the paper prints for an object run here
     (:func:`paper_cells`, from the objects' tables), each with its full-width row (one per precision run), or one row
     saying it is not run yet; then any other method's full-width row. Each row: ours, the paper's value, ours -
-    paper with its 95% interval (and what the interval is, :func:`workflow.report.compare.interval_name`: a
+    paper with its 95% interval (and what the interval is, :func:`workflow.report.labels.interval_long`: a
     confidence interval for a mean over n >= 2 seeds, a prediction interval for one run) and the verdict. The rows
     at reduced width are :func:`findings_reduced_width`'s."""
     t = _cells(src)
@@ -123,17 +122,17 @@ def privacy_cost(src) -> str:
     _columns(t, headline.PRIVACY_COST_COLUMNS, f"{src.folder}/privacy_cost.csv")
     rows = []
     for r in t.itertuples():
-        missing = str(r.status).startswith("no full-width run")
+        missing = r.status == "not_run"
 
         def side(mean, std, n):
             return acc(mean, std, int(n)) if n > 0 else NOT_RUN if missing else "—"
 
-        cost = str(r.status) if _blank(r.ours_cost) else (
+        cost = labels.cost_status(r) if _blank(r.ours_cost) else (
             f"{r.ours_cost:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
         rows.append([NAMES.get(r.dataset, r.dataset), fmt_eps(float(r.eps)),
                      f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else ""),
                      side(r.mean_inf, r.std_inf, r.n_inf), side(r.mean_eps, r.std_eps, r.n_eps), cost,
-                     "—" if _blank(r.interval) else interval_name(r.interval),
+                     "—" if _blank(r.interval) else labels.cost_interval(r),
                      f"{r.paper_cost:+.2f} ({r.paper_inf:.2f} - {r.paper_eps:.2f})",
                      "—" if _blank(r.diff) else f"{r.diff:+.2f}"])
     return table(["data set", "eps", "width", "ours at eps = inf", "ours at eps",
@@ -141,12 +140,9 @@ def privacy_cost(src) -> str:
 
 
 def _not_run_why(table: pd.DataFrame) -> str:
-    """Why an object's table has no row run here, as its CSV says: the reason of its first "not run here (...)"."""
-    for status in table.status.dropna():
-        m = re.match(r"not run here \((.*)\)$", str(status))
-        if m:
-            return m[1]
-    return "—"
+    """Why an object's table has no row run here, as its CSV says: the ``why`` of its first cell not run."""
+    why = table.why[table.status == "not_run"].dropna()
+    return str(why.iloc[0]) if len(why) else "—"
 
 
 def scope(src) -> str:
@@ -163,8 +159,8 @@ def scope(src) -> str:
     rows, absent = [], []
     for name, obj in OBJECTS.items():
         t = src.csv(name)
-        _columns(t, ["label", "status"], f"{src.folder}/{name}.csv")
-        n = int((t.label == "run here").sum())
+        _columns(t, ["origin", "status", "why"], f"{src.folder}/{name}.csv")
+        n = int((t.origin == "here").sum())
         if n == 0 and obj.dataset not in absent:
             absent.append(obj.dataset)
         rows.append([obj.title, NAMES.get(obj.dataset, obj.dataset), n if n else "none", "—" if n else _not_run_why(t)])

@@ -170,7 +170,7 @@ def baselines(src: Sources) -> str:
             paper = "—"
             if method == methods.DPSGD:  # the paper's DP-SGD column
                 t = src.csv(TABLES[r["dataset"]])
-                cell = t[(t.method == methods.label(method)) & (t.label == "run here") & (t.eps == r["eps"])]
+                cell = t[(t.method == methods.label(method)) & (t.origin == "here") & (t.eps == r["eps"])]
                 if len(cell):
                     row = next(cell.itertuples())
                     paper = f"{_paper(row)} ({row.diff:+.2f})"
@@ -190,7 +190,7 @@ def dpsgd_inception(src: Sources) -> str:
     from workflow.report.objects import paper_model
 
     here = src.csv("table4_fashionmnist")
-    here = here[here.label == "run here"]
+    here = here[here.origin == "here"]
     a = paper_model(here)
     a = a[(a.method == methods.label(methods.ALG1)) & (a.eps == r["eps"]) & (a.width == r["width"])].iloc[0]
     d = here[(here.method == methods.label(methods.DPSGD)) & (here.eps == r["eps"])].iloc[0]

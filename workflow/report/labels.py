@@ -1,0 +1,122 @@
+"""Every label a reader sees for a typed field of the result CSVs: the tables carry small enumerations (keys), and
+the renderers (the README and docs blocks, the index, the notebooks' printed tables, the figures) apply these
+labels, never the other way round: nothing reads a label back.
+
+The fields and their keys:
+
+- ``origin`` (each row of an object's table): ``here`` (made by a run here), ``paper`` (the paper's own cell, not run
+  here), ``cited`` (a number the paper quotes from other work), ``not_run`` (a cell of the grid with no value).
+- ``interval`` (ours - paper): ``welch`` (a mean over n >= 2 seeds; its degrees of freedom in ``interval_df``),
+  ``paper_spread`` (one run: the paper's spread only), ``no_paper_spread`` (the paper prints no std); in
+  ``privacy_cost.csv`` also ``one_run`` (a side with one run: no interval).
+- ``verdict`` (:func:`workflow.report.compare.verdict`): ``within``, ``below_within``, ``above_within``, ``below``,
+  ``above``, ``undecided``, ``one_run``.
+- ``status`` of a row made here: ``compared`` (its verdict), ``no_paper_value``, ``not_comparable`` (a reduced
+  protocol), ``no_spread``; of any other row: ``not_run`` (why: the free-text ``why`` column, shown as it is),
+  ``cited``. In ``privacy_cost.csv``: ``both_run``, ``not_run`` (a side has no full-width run: ``n_eps``/``n_inf``
+  say which), ``no_common_precision``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from dirdp import methods
+from dirdp.protocol import fmt_eps
+from workflow.report.compare import LEVEL, MARGIN
+DATASETS = {"mnist": "MNIST", "fashionmnist": "FashionMNIST", "cifar10": "CIFAR10", "svhn": "SVHN",
+            "dermamnist": "DermaMNIST"}
+ORIGINS = {"here": "run here", "paper": "paper", "cited": "paper, cited", "not_run": "not run"}
+_POINTS = f"{MARGIN:g} point{'s' * (MARGIN != 1)}"
+VERDICTS = {"within": f"within {_POINTS} of the paper", "below_within": f"below the paper, within {_POINTS}",
+            "above_within": f"above the paper, within {_POINTS}", "below": "below the paper",
+            "above": "above the paper", "undecided": "undecided (n = {n})", "one_run": "no verdict (n = 1)"}
+INTERVALS = {"welch": "Welch (df = {df:.1f})", "paper_spread": "paper spread only (n = 1)",
+             "no_paper_spread": "none (the paper prints no spread)"}
+STATUSES = {"no_paper_value": "no value printed in the paper", "not_comparable": "not comparable (reduced protocol)",
+            "no_spread": "no spread printed", "cited": "cited by the paper; not run here"}
+
+
+def blank(value) -> bool:
+    """An empty CSV cell (None or NaN)."""
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def dataset(key: str) -> str:
+    return DATASETS.get(key, key)
+
+
+def verdict(key, n) -> str | None:
+    """The sentence of a verdict key for a mean over ``n`` seeds; None for none."""
+    return None if blank(key) else VERDICTS[key].format(n=int(n))
+
+
+def interval(key, df=None) -> str | None:
+    """How an interval was made, as the tables print it ("Welch (df = 3.5)"); None for none."""
+    return None if blank(key) else INTERVALS[key].format(df=df)
+
+
+def interval_long(key, df=None) -> str:
+    """What an interval is, for a reader: "95% CI, Welch (df = ...)" for a mean over n >= 2 seeds; for one run "95%
+    prediction interval (n = 1, the paper's spread)": not a confidence interval of ours - paper, the range one more
+    run with the paper's spread would fall in; "" for none."""
+    if blank(key):
+        return ""
+    if key == "paper_spread":
+        return f"{LEVEL:.0%} prediction interval (n = 1, the paper's spread)"
+    return (f"{LEVEL:.0%} CI, " if key == "welch" else "") + interval(key, df)
+
+
+def status(row) -> str:
+    """The status of a row of an object's table (a mapping or a namedtuple with its fields), as one sentence: its
+    verdict (compared), or why it has none; "(reduced width)" below the paper's width, "(GroupNorm, not the paper's
+    model)" for Algorithm 1's GroupNorm option."""
+    get = row.get if isinstance(row, dict) else lambda k, d=None: getattr(row, k, d)
+    key = get("status")
+    if blank(key):
+        return ""
+    if key == "not_run":
+        return f"not run here ({get('why')})"
+    if key == "cited":
+        return STATUSES[key]
+    if key in ("no_paper_value", "not_comparable"):
+        text = STATUSES[key]
+    else:  # compared, no_spread: below the paper's width, said
+        text = (verdict(get("verdict"), get("n")) if key == "compared" else STATUSES[key]) + (
+            " (reduced width)" if float(get("width")) != 1.0 else "")
+    if get("norm") == "group" and methods.norm_chosen(get("method")):
+        text += " (GroupNorm, not the paper's model)"
+    return text
+
+
+def cost_status(r) -> str:
+    """A row of ``privacy_cost.csv`` whose cost is not computed, in words: which side has no full-width run."""
+    if r.status == "no_common_precision":
+        return "no precision run at full width at both eps"
+    missing = [e for e, n in ((float(r.eps), r.n_eps), (math.inf, r.n_inf)) if int(n) == 0]
+    return f"no full-width run at eps = {' or '.join(fmt_eps(e) for e in missing)} yet"
+
+
+def cost_interval(r) -> str:
+    """What the cost's interval of a row of ``privacy_cost.csv`` is (:func:`interval_long`), or why it has none."""
+    if r.interval == "one_run":
+        one = [fmt_eps(e) for e, n in ((float(r.eps), r.n_eps), (math.inf, r.n_inf)) if int(n) < 2]
+        return f"none (one run at eps = {' and '.join(one)})"
+    return interval_long(r.interval, getattr(r, "interval_df", None))
+
+
+def readable(table: pd.DataFrame) -> pd.DataFrame:
+    """An object's table with its typed fields as a reader reads them (origin, interval, verdict, status), for a
+    notebook cell or a log."""
+    t = table.copy()
+    if "origin" in t:
+        t["origin"] = t.origin.map(lambda k: ORIGINS.get(k, k))
+    if "status" in t:
+        t["status"] = [status(r) for r in table.to_dict("records")]
+    if "verdict" in t:
+        t["verdict"] = [verdict(v, n) for v, n in zip(table.verdict, table.n)]
+    if "interval" in t:
+        t["interval"] = [interval(k, d) for k, d in zip(table.interval, table.get("interval_df", [None] * len(t)))]
+    return t
