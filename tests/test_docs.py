@@ -192,10 +192,12 @@ def test_the_findings_blocks_are_the_headline_table_row_by_row(tmp_path):
     rows = [line for line in made["findings-reduced-width"][1].splitlines() if line.startswith("| ") and "---" not in line]
     assert rows[0] == head and len(rows) == 1 + len(pd.read_csv(FIXTURE, comment="#"))
     assert ("| Table 2 | MNIST | Algorithm 1 | 1 | 0.25x | 98.50 ± 0.25 (n = 3) | 99.00 ± 0.10 (n = 5) | "
-            "-0.50 [-1.10, +0.10] | 95% CI, Welch, df = 2.6 | undecided (n = 3) |") in rows
-    assert "| Table 2 | MNIST | Algorithm 1 | inf | 0.25x | 99.25 (n = 1) | 99.50 | -0.25 | no spread printed | — |" in rows
-    assert any("| 0.5x, bf16 | 90.00 (n = 1) |" in r and "| below the paper |" in r for r in rows)
-    assert any("Welch \\| n = 2" in r for r in rows)  # a '|' in a cell does not split the row
+            "-0.50 [-1.10, +0.10] | 95% CI, Welch (df = 2.6) | undecided (n = 3) |") in rows
+    assert ("| Table 2 | MNIST | Algorithm 1 | inf | 0.25x | 99.25 (n = 1) | 99.50 | -0.25 | "
+            "none (the paper prints no spread) | — |") in rows
+    assert any("| 0.5x, bf16 | 90.00 (n = 1) |" in r and "| 95% prediction interval (n = 1, the paper's spread) | "
+               "below the paper |" in r for r in rows)
+    assert any("| 95% CI, Welch (df = 2.0) | within 1 point of the paper |" in r for r in rows)
 
 
 def test_a_full_width_row_of_the_headline_table_moves_to_the_readme_with_any_method(tmp_path):
@@ -247,7 +249,8 @@ def test_the_privacy_cost_block_is_its_csv_row_by_row(tmp_path):
         "| FashionMNIST | 1 | 1x, bf16 | 93.50 ± 0.20 (n = 3) | 88.00 (n = 1) | +5.50 | none (one run at eps = 1) | "
         "+6.78 (93.13 - 86.35) | -1.28 |",
         f"| FashionMNIST | 2 | 1x, bf16 | 93.50 ± 0.20 (n = 3) | 91.00 ± 0.50 (n = 3) | +2.50 [{two.ci_low:+.2f}, "
-        f"{two.ci_high:+.2f}] | 95% CI, {two.interval} | +2.00 (93.13 - 91.13) | +0.50 |"]
+        f"{two.ci_high:+.2f}] | 95% CI, Welch (df = {two.interval_df:.1f}) | +2.00 (93.13 - 91.13) | +0.50 |"]
+    assert list(cost.status) == ["not_run", "both_run", "both_run"] and list(cost.interval)[1:] == ["one_run", "welch"]
 
 
 def test_the_findings_block_names_a_missing_column(tmp_path):
@@ -303,7 +306,7 @@ def test_the_scope_block_says_what_is_not_run_here_why_and_how_and_follows_its_f
     assert "| Table 5 | SVHN | none |" in text and "| Table 3 | DermaMNIST | none |" in text
     for name, title in (("table2_mnist", "Table 2 | MNIST"), ("table4_fashionmnist", "Table 4 | FashionMNIST")):
         table, _ = read_csv(results / "cpu" / f"{name}.csv")
-        assert f"| {title} | {int((table.label == 'run here').sum())} | — |" in text
+        assert f"| {title} | {int((table.origin == 'here').sum())} | — |" in text
     for name in ("cifar10", "dermamnist", "svhn"):
         assert data.get_spec(name).fetch.replace("<root>", "data") in text
     assert ("snakemake --cores all --resources gpu=1 --configfile config/paper.yaml --config "
@@ -312,7 +315,7 @@ def test_the_scope_block_says_what_is_not_run_here_why_and_how_and_follows_its_f
 
     # the table follows the object CSVs: Table 2 without its rows run here says none, and why
     table, prov = read_csv(results / "cpu" / "table2_mnist.csv")
-    write_csv(table[table.label != "run here"], results / "cpu" / "table2_mnist.csv", prov)
+    write_csv(table[table.origin != "here"], results / "cpu" / "table2_mnist.csv", prov)
     # and the speed rows follow the bench JSONs
     path = results / "cpu" / "bench_baselines.json"
     rec = json.loads(path.read_text())
@@ -320,11 +323,10 @@ def test_the_scope_block_says_what_is_not_run_here_why_and_how_and_follows_its_f
     row["dpsgd_over_algorithm1"] = 1.5
     path.write_text(json.dumps(rec))
     text = readme.render(results, "cpu", {"scope"})["scope"][1]
-    # the reason is its CSV's own: the first "not run here (...)" (a cell of the grid with no result yet: "result
-    # file missing: run the DAG"; a cell outside it: "not in the 'cpu' profile's grid"), and "—" where every cell of
-    # the table has a run at some width (the rows removed above were all it had)
-    why = next((re.match(r"not run here \((.*)\)$", s).group(1) for s in table.status
-                if str(s).startswith("not run here (")), "—")
+    # the reason is its CSV's own: the ``why`` of its first cell not run (a cell of the grid with no result yet:
+    # "result file missing: run the DAG"; a cell outside it: "not in the 'cpu' profile's grid"), and "—" where every
+    # cell of the table has a run at some width (the rows removed above were all it had)
+    why = next(iter(table.why[table.status == "not_run"].dropna()), "—")
     assert why in ("result file missing: run the DAG", "not in the 'cpu' profile's grid", "—")
     assert f"| Table 2 | MNIST | none | {why} |" in text
     assert ("| **1.50** | Inception at 0.25x, batch 250 | 1 | cpu: Intel(R) Xeon(R) Processor | `bench_baselines.json` "
