@@ -47,8 +47,11 @@ def test_the_two_cifar10_differences_hold_in_50_digit_arithmetic(eps, boundary):
 def test_table7_blank_cells(t7):
     blank = t7[t7["paper_rstar"].isna()].set_index(["dataset", "eps"])
     # CIFAR10 at eps = 0.5 is below the floor lim_{r->0} h(r) of its protocol ...
-    assert blank.loc[("cifar10", 0.5), "status"].startswith("infeasible")
-    assert blank.loc[("dermamnist", 0.5), "status"].startswith("infeasible")
+    assert blank.loc[("cifar10", 0.5), "status"] == blank.loc[("dermamnist", 0.5), "status"] == "infeasible"
+    assert all(0.5 <= blank.loc[(d, 0.5), "floor"] for d in ("cifar10", "dermamnist"))  # eps at or under its floor
     # ... while e.g. MNIST at eps = 3 was simply not run in the paper
-    assert blank.loc[("mnist", 3.0), "status"] == "not in paper"
+    assert blank.loc[("mnist", 3.0), "status"] == "not_in_paper"
+    from workflow.report import labels  # in words: the floor it is under
+    row = blank.reset_index().set_index(["dataset", "eps"], drop=False).loc[("cifar10", 0.5)]
+    assert labels.rstar_status(row) == f"infeasible: eps <= floor {row.floor:.4f}"
     assert 0.472 < blank.loc[("mnist", 3.0), "rstar"] < 0.711

@@ -35,6 +35,8 @@ VERDICTS = {"within": f"within {_POINTS} of the paper", "below_within": f"below 
             "above": "above the paper", "undecided": "undecided (n = {n})", "one_run": "no verdict (n = 1)"}
 INTERVALS = {"welch": "Welch (df = {df:.1f})", "paper_spread": "paper spread only (n = 1)",
              "no_paper_spread": "none (the paper prints no spread)"}
+RSTAR_STATUSES = {"match": "match", "differs": "differs", "not_in_paper": "not in paper",
+                  "infeasible": "infeasible: eps <= floor {floor:.4f}"}  # Tables 6 and 7 (workflow.report.tables)
 STATUSES = {"no_paper_value": "no value printed in the paper", "not_comparable": "not comparable (reduced protocol)",
             "no_spread": "no spread printed", "cited": "cited by the paper; not run here"}
 
@@ -89,6 +91,11 @@ def status(row) -> str:
     if get("norm") == "group" and methods.norm_chosen(get("method")):
         text += " (GroupNorm, not the paper's model)"
     return text
+
+
+def rstar_status(r) -> str:
+    """The status of a row of Table 6 or 7 (``table6.csv``, ``table7.csv``) in words."""
+    return RSTAR_STATUSES[r.status].format(floor=r.floor)
 
 
 def cost_status(r) -> str:

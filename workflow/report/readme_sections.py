@@ -19,6 +19,7 @@ import pandas as pd
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
+from workflow.report import labels
 from workflow.report.markdown import table
 from workflow.report.readme_campaign import NAMES, ReadmeError, acc
 
@@ -96,11 +97,12 @@ def table7(src: Sources) -> str:
     no r > 0 certifies at the order cap (``table7.csv``)."""
     t = src.csv("table7")
     over = t[t.paper_rstar.notna() & (t.eps_at_paper_rstar > t.eps)]
-    shown = pd.concat([over, t[t.status.str.startswith("infeasible")]]).sort_values(["dataset", "eps"])
+    shown = pd.concat([over, t[t.status == "infeasible"]]).sort_values(["dataset", "eps"])
     return table(["data set", "eps", "r* (Eq. 1, ours)", "eps certified by ours", "r* printed",
                   "eps certified by the printed r*", "status"],
                  [[NAMES[r.dataset], fmt_eps(r.eps), _num(r.rstar, ".6f"), _num(r.certified_eps, ".4f"),
-                   _num(r.paper_rstar, ".3f"), _num(r.eps_at_paper_rstar, ".4f"), r.status] for r in shown.itertuples()])
+                   _num(r.paper_rstar, ".3f"), _num(r.eps_at_paper_rstar, ".4f"), labels.rstar_status(r)]
+                  for r in shown.itertuples()])
 
 
 def table7_high_orders(src: Sources) -> str:

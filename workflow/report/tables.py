@@ -2,7 +2,8 @@
 
 Each row holds our r* (Eq. 1), the paper's value, their difference at the paper's precision,
 and the epsilon that Theorem 10 certifies for the paper's printed r* (so a reader can see
-whether the printed value keeps the budget).
+whether the printed value keeps the budget). ``status`` is a key (:data:`workflow.report.labels.RSTAR_STATUSES`):
+match, differs, not_in_paper (a "—" cell that is feasible), infeasible (eps at or below the floor: ``floor``).
 """
 
 from __future__ import annotations
@@ -18,14 +19,13 @@ def _cell(p: Preset, eps: float, alpha: float, paper_r: float | None, decimals: 
     row = dict(dataset=p.name, alpha=alpha, eps=eps, delta=p.delta, q=p.q, steps=p.steps,
                floor=floor.epsilon, paper_rstar=paper_r)
     if eps <= floor.epsilon:
-        row.update(rstar=None, order=None, certified_eps=None, diff=None,
-                   status=f"infeasible: eps <= floor {floor.epsilon:.4f}")
+        row.update(rstar=None, order=None, certified_eps=None, diff=None, status="infeasible")  # eps <= floor
     else:
         r, spend = accountant.calibrate(eps=eps, alpha=alpha, q=p.q, steps=p.steps, delta=p.delta)
         rounded = round(r, decimals)
         row.update(rstar=r, order=spend.order, certified_eps=spend.epsilon)
         if paper_r is None:
-            row.update(diff=None, status="not in paper")
+            row.update(diff=None, status="not_in_paper")
         else:
             row.update(diff=round(rounded - paper_r, decimals),
                        status="match" if rounded == paper_r else "differs")
