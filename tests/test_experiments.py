@@ -2,11 +2,13 @@
 
 import math
 
+import pandas as pd
 import pytest
 
 from dirdp.presets import get_preset
 from dirdp.training import make_config
 from workflow import paper, report
+from workflow.report import labels as report_labels
 from workflow.experiments import OBJECTS, Profile, Run, get_object
 
 PROFILES = ["paper", "cpu", "quick", "smoke", "gpu"]
@@ -86,18 +88,26 @@ def test_cpu_profile_keeps_the_papers_privacy_protocol():
 
 
 def test_status_rules():
+    def status(row, *, width, reduced_protocol=False):
+        """The row's status key (report.status) and its sentence (labels.status, at ``width``)."""
+        key = report.status(row, reduced_protocol=reduced_protocol)
+        return key, report_labels.status(dict(row, status=key, width=width, norm="batch", method="Algorithm 1"))
+
     # one run 0.31 below 99.37 +- 0.059: [-0.31 -+ 2.7764 x 0.059 x 1.0954] = [-0.489, -0.131], shown, no verdict
-    row = dict(paper=99.37, paper_std=0.059, **report.estimate(99.06, None, 1, 99.37, 0.059))
+    row = dict(paper=99.37, paper_std=0.059, n=1, **report.estimate(99.06, None, 1, 99.37, 0.059))
     assert (row["ci_low"], row["ci_high"]) == pytest.approx((-0.489, -0.131), abs=1e-3)
-    assert report.status(row, reduced_width=True, reduced_protocol=False) == "no verdict (n = 1) (reduced width)"
+    assert row["verdict"] == "one_run"
+    assert status(row, width=0.25) == ("compared", "no verdict (n = 1) (reduced width)")
     # three seeds 99.06 +- 0.10 against it: Welch (df = 2.9) [-0.518, -0.102] decides
-    row = dict(paper=99.37, paper_std=0.059, **report.estimate(99.06, 0.10, 3, 99.37, 0.059))
-    assert report.status(row, reduced_width=True, reduced_protocol=False) == "below the paper, within 1 point (reduced width)"
-    row = dict(paper=99.37, paper_std=0.059, **report.estimate(99.45, 0.05, 3, 99.37, 0.059))  # [-0.02, 0.18]
-    assert report.status(row, reduced_width=False, reduced_protocol=False) == "within 1 point of the paper"
-    row = dict(paper=99.37, paper_std=None, **report.estimate(99.06, None, 1, 99.37, None))
-    assert report.status(row, reduced_width=False, reduced_protocol=False) == "no spread printed"
-    assert report.status(row, reduced_width=False, reduced_protocol=True) == "not comparable (reduced protocol)"
+    row = dict(paper=99.37, paper_std=0.059, n=3, **report.estimate(99.06, 0.10, 3, 99.37, 0.059))
+    assert row["verdict"] == "below_within" and (row["interval"], row["interval_df"]) == ("welch", 2.9)
+    assert status(row, width=0.25) == ("compared", "below the paper, within 1 point (reduced width)")
+    row = dict(paper=99.37, paper_std=0.059, n=3, **report.estimate(99.45, 0.05, 3, 99.37, 0.059))  # [-0.02, 0.18]
+    assert row["verdict"] == "within"
+    assert status(row, width=1.0) == ("compared", "within 1 point of the paper")
+    row = dict(paper=99.37, paper_std=None, n=1, **report.estimate(99.06, None, 1, 99.37, None))
+    assert status(row, width=1.0) == ("no_spread", "no spread printed")
+    assert status(row, width=1.0, reduced_protocol=True) == ("not_comparable", "not comparable (reduced protocol)")
 
 
 def test_object_table_without_runs_shows_the_paper_and_says_why(tmp_path):
@@ -105,14 +115,26 @@ def test_object_table_without_runs_shows_the_paper_and_says_why(tmp_path):
     table = report.object_table(get_object("table5_svhn"), prof, runs_root=str(tmp_path))
     mine = table[table.method == "Algorithm 1"]
     assert len(mine) == 7 and mine["mean"].isna().all()
-    assert mine.status.str.startswith("not run here (not in the 'cpu' profile").all()
+    assert (mine.status == "not_run").all() and (mine.origin == "paper").all()
+    assert mine.why.str.startswith("not in the 'cpu' profile").all()  # the reason alone: no "not run here (" wrapper
+    assert all(report_labels.status(r).startswith("not run here (not in the 'cpu' profile")
+               for r in mine.to_dict("records"))
+
+    def why(table):
+        alg1 = table[table.method == "Algorithm 1"]
+        assert (alg1.status == "not_run").all()
+        return dict(zip(alg1.eps, alg1.why)), dict(zip(alg1.eps, (report_labels.status(r) for r in
+                                                                   alg1.to_dict("records"))))
+
     table2 = report.object_table(get_object("table2_mnist"), prof, runs_root=str(tmp_path))
-    status = dict(zip(table2[table2.method == "Algorithm 1"].eps, table2[table2.method == "Algorithm 1"].status))
+    reason, status = why(table2)
+    assert reason[1.0] == reason[0.5] == "result file missing: run the DAG"  # eps = 0.5: declared at full width
     assert status[1.0] == "not run here (result file missing: run the DAG)"
-    assert status[0.5] == "not run here (result file missing: run the DAG)"  # declared at full width
+    assert status[0.5] == "not run here (result file missing: run the DAG)"
     quick = Profile.load("config/quick.yaml")  # a profile whose grid leaves eps = 0.5 out
     table2 = report.object_table(get_object("table2_mnist"), quick, runs_root=str(tmp_path))
-    status = dict(zip(table2[table2.method == "Algorithm 1"].eps, table2[table2.method == "Algorithm 1"].status))
+    reason, status = why(table2)
+    assert reason[0.5] == "not in the 'quick' profile's grid"
     assert status[0.5] == "not run here (not in the 'quick' profile's grid)"
 
 
@@ -142,19 +164,27 @@ def test_a_cell_shows_one_row_per_width_with_the_gpu_runs_and_welch_for_means(tm
     prof = Profile.load("config/cpu.yaml")
     assert prof.config["also_show"] == ["gpu"]
     table = report.object_table(get_object("table4_fashionmnist"), prof, runs_root=str(tmp_path))
-    cell = table[(table.method == "Algorithm 1") & (table.eps == 2.0)].set_index("width")
+    cell = table[(table.method == "Algorithm 1") & (table.eps == 2.0)].set_index("width", drop=False)
     assert list(cell.index) == [1.0, 0.5, 0.25] and list(cell.n) == [2, 1, 3]
     assert list(cell.runs) == ["gpu", "cpu", "cpu"]
     full, half, quarter = cell.loc[1.0], cell.loc[0.5], cell.loc[0.25]
     # full width, two seeds (91.0, 91.2: std 0.1414, unrounded) against 91.13 +- 0.18: va = 0.02 / 2 = 0.01,
     # vb = 0.18^2 / 5 = 0.00648; df = 0.01648^2 / (0.01^2 / 1 + 0.00648^2 / 4) = 2.458,
     # t(0.975, 2.458) = 3.619, half = 3.619 x sqrt(0.01648) = 0.4646; diff -0.03 -> [-0.4946, 0.4346]
-    assert full.status == "within 1 point of the paper" and full.setting.endswith("full width")
+    assert set(cell.origin) == {"here"} and set(cell.status) == {"compared"}
+    assert (full.verdict, full.status) == ("within", "compared") and full.setting.endswith("full width")
+    assert report_labels.status(full.to_dict()) == "within 1 point of the paper"
     assert (full.ci_low, full.ci_high) == pytest.approx((-0.4946, 0.4346), abs=1e-3)
-    assert full.interval == "Welch (df = 2.5)"
+    assert (full.interval, full.interval_df) == ("welch", 2.5)
+    assert report_labels.interval(full.interval, full.interval_df) == "Welch (df = 2.5)"
     # 0.5x, one run 88.0: 3.13 below, [-3.6775, -2.5825] (the paper's spread only)
-    assert half.status == "no verdict (n = 1) (reduced width)" and half.interval == "paper spread only (n = 1)"
-    assert quarter.status == "below the paper (reduced width)" and quarter.ci_high < 0
+    assert (half.verdict, half.interval) == ("one_run", "paper_spread") and pd.isna(half.interval_df)
+    assert report_labels.status(half.to_dict()) == "no verdict (n = 1) (reduced width)"
+    assert report_labels.interval(half.interval) == "paper spread only (n = 1)"
+    assert quarter.verdict == "below" and quarter.ci_high < 0
+    assert report_labels.status(quarter.to_dict()) == "below the paper (reduced width)"
+    shown = report.show(table[(table.method == "Algorithm 1") & (table.eps == 2.0)])  # what a notebook prints
+    assert "below the paper (reduced width)" in shown and "run here" in shown and "compared" not in shown
     assert quarter["mean"] == pytest.approx(85.4, abs=1e-3) and quarter.seeds == "0 1 2"
     fig = report.figure(get_object("table4_fashionmnist"), table)
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -232,11 +262,13 @@ def test_a_groupnorm_run_is_its_own_row_beside_the_papers_model_and_not_in_its_f
                                     grids=dict(table2_mnist=dict(eps=[1], baselines={},
                                                                  extra=[{"eps": 1, "norm": "group"}]))))
     table = report.object_table(get_object("table2_mnist"), prof, runs_root=str(tmp_path))
-    cell = table[(table.method == "Algorithm 1") & (table.eps == 1.0) & (table.label == "run here")]
+    cell = table[(table.method == "Algorithm 1") & (table.eps == 1.0) & (table.origin == "here")]
     assert list(cell.norm) == ["batch", "group"] and list(cell.n) == [2, 1]
     assert list(cell["mean"]) == [pytest.approx(99.05), 97.0]
     gn = cell.iloc[1]
-    assert gn.status.endswith("(GroupNorm, not the paper's model)") and gn.setting.endswith("GroupNorm")
+    assert (gn.status, gn.verdict) == ("compared", "one_run") and gn.setting.endswith("GroupNorm")  # no suffix
+    assert report_labels.status(gn.to_dict()).endswith("(GroupNorm, not the paper's model)")
+    assert not report_labels.status(cell.iloc[0].to_dict()).endswith("(GroupNorm, not the paper's model)")
     assert list(report.paper_model(cell).norm) == ["batch"]
     fig = report.figure(get_object("table2_mnist"), table)
     labels = {t.get_text() for t in fig.axes[0].get_legend().get_texts()}

@@ -57,7 +57,7 @@ def test_table9_keeps_q_and_figure2_shows_alpha_and_the_learning_rate(tmp_path):
     for q in ("0.001", "0.01", "0.02", "0.04"):
         assert f"Algorithm 1 eps=4 q={q}" in text
     fig2 = report.object_table(get_object("fig2_learning_rate_vs_alpha"), prof, runs_root=str(tmp_path))
-    cells = fig2[fig2.label != "paper, cited"]
+    cells = fig2[fig2.origin != "cited"]
     assert len(cells) == 105 and cells.alpha.notna().all() and cells.lr.notna().all() and (cells.eps == 1.0).all()
     row, lines = index._object_section("fig2_learning_rate_vs_alpha", fig2, "cpu")
     text = "\n".join(lines)

@@ -17,7 +17,7 @@ from dirdp import provenance
 from dirdp.run_result import read_run
 from workflow import paper
 from workflow.experiments import Profile, get_object
-from workflow.report import headline, object_table, profile_run_paths, readme, width
+from workflow.report import headline, labels, object_table, profile_run_paths, readme, width
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "results" / "runs" / "cpu"
@@ -57,19 +57,22 @@ def test_a_full_width_run_at_a_new_eps_reaches_its_table_the_headline_cells_and_
     tables = {name: object_table(get_object(name), prof, runs_root=str(runs_root))
               for name in ("table2_mnist", "table4_fashionmnist")}
     t4 = tables["table4_fashionmnist"]
-    full = t4[(t4.label == "run here") & (t4.width == 1.0) & (t4.method == "Algorithm 1")]
+    full = t4[(t4.origin == "here") & (t4.width == 1.0) & (t4.method == "Algorithm 1")]
     assert sorted(zip(full.eps, full.n)) == [(0.5, 1), (4.0, 2), (math.inf, 1)]
     assert full.set_index("eps").loc[4.0, "mean"] == pytest.approx(91.7)
     t2 = tables["table2_mnist"]
-    assert list(t2[(t2.label == "run here") & (t2.width == 1.0) & (t2.method == "Algorithm 1")].eps) == [math.inf]
+    assert list(t2[(t2.origin == "here") & (t2.width == 1.0) & (t2.method == "Algorithm 1")].eps) == [math.inf]
 
     cells = headline.headline_cells(list(tables.values()))
     at_full = cells[headline.full_width(cells)]
     assert sorted(zip(at_full.object, at_full.eps)) == [("table2_mnist", math.inf), ("table4_fashionmnist", 0.5),
                                                         ("table4_fashionmnist", 4.0), ("table4_fashionmnist", math.inf)]
-    cost = headline.privacy_cost(cells, headline.paper_cells(list(tables.values()))).set_index(["dataset", "eps"])
+    cost = headline.privacy_cost(cells, headline.paper_cells(list(tables.values())))
+    said = {(r.dataset, r.eps): labels.cost_interval(r) for r in cost.itertuples()}
+    cost = cost.set_index(["dataset", "eps"])
     assert cost.loc[("fashionmnist", 4.0), "ours_cost"] == pytest.approx(93.51 - 91.7)
-    assert cost.loc[("fashionmnist", 4.0), "interval"] == "none (one run at eps = inf)"
+    assert cost.loc[("fashionmnist", 4.0), ["interval", "status"]].tolist() == ["one_run", "both_run"]
+    assert said[("fashionmnist", 4.0)] == "none (one run at eps = inf)"
 
     frames, printed = [], []
     for dataset, (name, budgets) in width.PANELS.items():
@@ -109,5 +112,10 @@ def test_the_findings_lead_with_every_full_width_cell_and_say_which_are_not_run_
     assert all(c[-1] == "—" and c[7] == "—" for c in cells if c[5] == "not run yet")
     assert "| Table 2 | MNIST | Algorithm 1 | 0.5 | 1x | not run yet | 99.28 ± 0.07 (n = 5) | — | — | — |" in rows
     assert "0.25x" not in made["findings"][1]
+    # the CSV's keys (interval, verdict) rendered through labels, as the README printed them before they were keys
+    assert [(c[8], c[9]) for c in cells if c[5] != "not run yet"] == [
+        ("none (the paper prints no spread)", "—"),
+        ("95% prediction interval (n = 1, the paper's spread)", "no verdict (n = 1)"),
+        ("95% CI, Welch (df = 1.2)", "undecided (n = 2)"), ("none (the paper prints no spread)", "—")]
     reduced = [ln for ln in made["findings-reduced-width"][1].splitlines() if ln.startswith("| Table")]
     assert len(reduced) == 1 and "| Table 4 | FashionMNIST | Algorithm 1 | 1 | 0.25x |" in reduced[0]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from dirdp import provenance
-from workflow.report import headline, headline_plot
+from workflow.report import headline, headline_plot, labels
 
 matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parents[1]
@@ -19,10 +19,10 @@ CPU = REPO / "results" / "cpu"
 
 
 def _row(**kw):
-    base = dict(object="table4_fashionmnist", dataset="fashionmnist", method="Algorithm 1", label="run here", eps=2.0,
+    base = dict(object="table4_fashionmnist", dataset="fashionmnist", method="Algorithm 1", origin="here", eps=2.0,
                 width=0.25, norm="batch", precision="fp32", mean=86.69, std=2.81, n=3, paper=91.13, paper_std=0.18,
-                diff=-4.44, ci_low=-11.396, ci_high=2.516, interval="Welch (df = 2.0)", verdict="undecided (n = 3)",
-                status="undecided (n = 3) (reduced width)")
+                diff=-4.44, ci_low=-11.396, ci_high=2.516, interval="welch", interval_df=2.0, verdict="undecided",
+                status="compared")
     return dict(base, **kw)
 
 
@@ -30,19 +30,22 @@ def test_the_cells_are_the_paper_cells_run_here_with_the_tables_own_estimate():
     table = pd.DataFrame([
         _row(),
         _row(width=1.0, precision="bf16", mean=91.0, std=0.2, n=5, diff=-0.13, ci_low=-0.408, ci_high=0.148,
-             verdict="within 1 point of the paper", status="within 1 point of the paper"),
-        _row(norm="group", status="undecided (n = 3) (reduced width) (GroupNorm, not the paper's model)"),
-        _row(method="LATENT", paper=None, paper_std=None, diff=None, verdict=None,
-             status="no value printed in the paper"),
-        _row(status="not comparable (reduced protocol)", verdict=None, ci_low=None, ci_high=None),
-        _row(label="paper", mean=None, n=0, status="not run here (not in the 'cpu' profile's grid)"),
+             interval_df=7.9, verdict="within"),
+        _row(norm="group"),  # Algorithm 1's GroupNorm option: not the paper's model
+        _row(method="LATENT", paper=None, paper_std=None, diff=None, verdict=None, status="no_paper_value"),
+        _row(status="not_comparable", verdict=None, ci_low=None, ci_high=None),
+        _row(origin="paper", mean=None, n=0, status="not_run", why="not in the 'cpu' profile's grid"),
     ])
     cells = headline.headline_cells([table])
-    assert list(cells.columns) == headline.CELL_COLUMNS
+    assert list(cells.columns) == headline.CELL_COLUMNS and "interval_df" in cells
     assert list(zip(cells.width, cells.precision)) == [(0.25, "fp32"), (1.0, "bf16")]
-    first = cells.iloc[0]
+    first, full = cells.iloc[0], cells.iloc[1]
     assert (first.ours_mean, first.paper_mean, first.paper_n, first.ci_low, first.verdict) == \
-        (86.69, 91.13, 5, -11.396, "undecided (n = 3)")
+        (86.69, 91.13, 5, -11.396, "undecided")
+    assert (first.interval, first.interval_df, full.verdict) == ("welch", 2.0, "within")
+    assert labels.verdict(first.verdict, first.n) == "undecided (n = 3)"
+    assert labels.interval_long(first.interval, first.interval_df) == "95% CI, Welch (df = 2.0)"
+    assert labels.verdict(full.verdict, full.n) == "within 1 point of the paper"
 
 
 def _with_matched_claims(tmp_path: Path) -> Path:
@@ -114,7 +117,8 @@ def test_the_figure_keeps_points_in_their_axes_and_legends_outside(tmp_path):
     from workflow.report.objects import COLUMNS
 
     cells = headline.headline_cells([pd.DataFrame([_row(), _row(eps=1.0, width=0.5, n=1, std=None, ci_low=-13.1,
-                                                                 ci_high=10.0, verdict="undecided (n = 1)")])
+                                                                 ci_high=10.0, interval="paper_spread",
+                                                                 interval_df=None, verdict="one_run")])
                                      .reindex(columns=COLUMNS)])
     audit = headline.audit_points(_with_matched_claims(tmp_path))
     fig = headline_plot.draw_headline(cells, audit, title="test")
@@ -133,12 +137,16 @@ def test_the_figure_keeps_points_in_their_axes_and_legends_outside(tmp_path):
 
 
 def test_each_verdict_has_its_own_colour_and_no_width_of_ours_takes_the_papers_marker():
-    colours = [headline_plot.verdict_colour(v) for v in (
-        "within 1 point of the paper", "below the paper, within 1 point", "above the paper, within 1 point",
-        "below the paper", "above the paper", "undecided (n = 3)", "no verdict (n = 1)", None)]
-    within, below_within, above_within, below, above, undecided, one_run, none = colours
+    keys = ("within", "below_within", "above_within", "below", "above", "undecided", "one_run")
+    assert set(keys) == set(labels.VERDICTS)  # every verdict key has its colour
+    colours = [headline_plot.verdict_colour(v) for v in (*keys, None, float("nan"))]
+    within, below_within, above_within, below, above, undecided, one_run, none, nan = colours
     assert len({within, below_within, below, undecided}) == 4  # four outcomes, four colours
-    assert below_within == above_within and below == above and undecided == one_run == none
+    assert below_within == above_within and below == above and undecided == one_run == none == nan
+    assert (within, below_within, below, undecided) == (headline_plot.WITHIN, headline_plot.SHIFTED,
+                                                        headline_plot.OUTSIDE, headline_plot.NONE)
+    # a sentence is no verdict key: the colours read keys only, never the label a reader sees
+    assert {headline_plot.verdict_colour(labels.verdict(k, 3)) for k in keys} == {headline_plot.NONE}
     assert headline_plot.PAPER_MARKER not in {headline_plot.width_marker(w) for w in (1.0, 0.5, 0.25, 0.125)}
 
 
@@ -148,11 +156,11 @@ def _cells():
     return headline.headline_cells([pd.DataFrame([
         _row(),
         _row(eps=2.0, width=1.0, precision="bf16", mean=90.97, std=0.53, n=3, diff=-0.16, ci_low=-0.5,
-             ci_high=0.4, interval="Welch (df = 2.3)", verdict="within 1 point of the paper"),
+             ci_high=0.4, interval="welch", interval_df=2.3, verdict="within"),
         _row(eps=1.0, width=0.5, n=1, std=None, diff=-0.73, ci_low=-1.277, ci_high=-0.183,
-             interval="paper spread only (n = 1)", verdict="no verdict (n = 1)"),
+             interval="paper_spread", interval_df=None, verdict="one_run"),
         _row(eps=math.inf, n=1, std=None, paper_std=None, diff=-2.55, ci_low=None, ci_high=None,
-             interval="none (the paper prints no spread)", verdict=None),
+             interval="no_paper_spread", interval_df=None, verdict=None, status="no_spread"),
     ]).reindex(columns=COLUMNS)])
 
 
@@ -263,18 +271,19 @@ def _table(obj, dataset, rows):
 def test_the_paper_cells_are_every_algorithm_1_cell_the_paper_prints_for_an_object_run_here():
     """Each object with a paper cell run here (at any width) gives every Algorithm-1 cell its table carries a printed
     value for, run or not, once each, by eps with inf last; an object with nothing run here gives none."""
-    not_run = dict(label="paper", mean=None, std=None, n=0, width=None, diff=None, ci_low=None, ci_high=None,
-                   interval=None, verdict=None, status="not run here (result file missing: run the DAG)")
+    not_run = dict(origin="paper", mean=None, std=None, n=0, width=None, diff=None, ci_low=None, ci_high=None,
+                   interval=None, interval_df=None, verdict=None, status="not_run",
+                   why="result file missing: run the DAG")
     fashion = _table("table4_fashionmnist", "fashionmnist", [
         dict(eps=math.inf, paper=93.13, paper_std=None),
         dict(eps=0.5, paper=81.02, paper_std=5.91, **not_run),
         dict(eps=2.0), dict(eps=2.0, width=1.0, precision="bf16"),  # one cell, two widths
         dict(eps=4.0, paper=91.69, paper_std=0.14, **not_run),
         dict(eps=1.0, method="DP-SGD", paper=80.6, paper_std=0.71, **not_run),  # another method: not a cell here
-        dict(eps=2.0, method="LATENT", paper=None, paper_std=None, status="no value printed in the paper"),
+        dict(eps=2.0, method="LATENT", paper=None, paper_std=None, verdict=None, status="no_paper_value"),
     ])
     cifar = _table("table1_cifar10", "cifar10", [dict(eps=1.0, paper=82.96, paper_std=1.46, **dict(
-        not_run, status="not run here (not in the 'cpu' profile)"))])
+        not_run, why="not in the 'cpu' profile"))])
     cells = headline.paper_cells([cifar, fashion])
     assert list(cells.columns) == headline.PAPER_CELL_COLUMNS
     assert list(zip(cells.object, cells.eps)) == [("table4_fashionmnist", e) for e in (0.5, 2.0, 4.0, math.inf)]
@@ -322,24 +331,35 @@ def test_the_privacy_cost_is_inf_minus_eps_at_full_width_with_welch_only_where_b
     assert two.ours_cost == pytest.approx(2.5) and two.paper_cost == pytest.approx(2.0)
     assert two["diff"] == pytest.approx(0.5)
     assert (two.ci_low, two.ci_high) == (pytest.approx(2.5 - half, abs=1e-3), pytest.approx(2.5 + half, abs=1e-3))
-    assert two.interval == f"Welch (df = {df:.1f})" and two.status == "both sides run at full width"
+    assert (two.interval, two.interval_df, two.status) == ("welch", round(df, 1), "both_run")
+    # what a reader sees of each row (labels.cost_status where there is no cost, labels.cost_interval)
+    said = {(r.dataset, r.eps): (labels.cost_status(r), labels.cost_interval(r)) for r in cost.itertuples()}
+    assert said[("fashionmnist", 2.0)][1] == f"95% CI, Welch (df = {df:.1f})"
     one = row.loc[("fashionmnist", 1.0)]  # one run at eps: the cost, no interval
     assert one.ours_cost == pytest.approx(5.5) and one["diff"] == pytest.approx(5.5 - (93.13 - 86.35))
-    assert pd.isna(one.ci_low) and pd.isna(one.ci_high) and one.interval == "none (one run at eps = 1)"
+    assert pd.isna(one.ci_low) and pd.isna(one.ci_high) and (one.interval, one.status) == ("one_run", "both_run")
+    assert pd.isna(one.interval_df) and said[("fashionmnist", 1.0)][1] == "none (one run at eps = 1)"
     half_run = row.loc[("fashionmnist", 0.5)]  # run at reduced width only: no full-width run, said so
     assert pd.isna(half_run.ours_cost) and half_run.n_eps == 0 and half_run.n_inf == 3
-    assert half_run.status == "no full-width run at eps = 0.5 yet"
+    assert half_run.status == "not_run" and pd.isna(half_run.interval)
+    assert said[("fashionmnist", 0.5)][0] == "no full-width run at eps = 0.5 yet"
     assert half_run.paper_cost == pytest.approx(93.13 - 81.02)
     mixed = row.loc[("fashionmnist", 4.0)]
-    assert pd.isna(mixed.ours_cost) and mixed.status == "no precision run at full width at both eps"
+    assert pd.isna(mixed.ours_cost) and mixed.status == "no_common_precision"
+    assert said[("fashionmnist", 4.0)][0] == "no precision run at full width at both eps"
     mnist = row.loc[("mnist", 1.0)]
-    assert pd.isna(mnist.ours_cost) and mnist.status == "no full-width run at eps = 1 yet"
+    assert pd.isna(mnist.ours_cost) and mnist.status == "not_run"
+    assert said[("mnist", 1.0)][0] == "no full-width run at eps = 1 yet"
     alone = headline.privacy_cost(cells[cells.object == "table2_mnist"].iloc[0:0], paper)
-    assert set(alone.status) == {"no full-width run at eps = 0.5 or inf yet", "no full-width run at eps = 1 or inf yet",
-                                 "no full-width run at eps = 2 or inf yet", "no full-width run at eps = 4 or inf yet"}
+    assert set(alone.status) == {"not_run"} and set(alone.n_eps) == set(alone.n_inf) == {0}
+    assert {labels.cost_status(r) for r in alone.itertuples()} == {
+        "no full-width run at eps = 0.5 or inf yet", "no full-width run at eps = 1 or inf yet",
+        "no full-width run at eps = 2 or inf yet", "no full-width run at eps = 4 or inf yet"}
     one_inf = headline.privacy_cost(pd.DataFrame([_cell(math.inf, 93.5, None, 1), _cell(2.0, 91.0, None, 1),
                                                   _cell(4.0, 91.5, 0.3, 3)], columns=headline.CELL_COLUMNS), _paper())
+    assert set(one_inf.interval.dropna()) == {"one_run"}
+    said = {r.eps: labels.cost_interval(r) for r in one_inf.itertuples()}
     one_inf = one_inf.set_index("eps")
-    assert one_inf.loc[2.0, "interval"] == "none (one run at eps = 2 and inf)"
-    assert one_inf.loc[4.0, "interval"] == "none (one run at eps = inf)" and pd.isna(one_inf.loc[4.0, "ci_low"])
+    assert said[2.0] == "none (one run at eps = 2 and inf)"
+    assert said[4.0] == "none (one run at eps = inf)" and pd.isna(one_inf.loc[4.0, "ci_low"])
     assert one_inf.loc[4.0, "ours_cost"] == pytest.approx(2.0)

@@ -16,17 +16,32 @@ REPO = Path(__file__).resolve().parents[1]
 
 def test_missing_baseline_cells_are_counted_and_named():
     nan = math.nan
-    rows = [dict(method="Algorithm 1", eps=1.0, label="run here", status="differs (reduced width)", mean=99.0, std=nan,
-                 n=1, paper=99.4, paper_std=0.1, diff=-0.4, q=nan, alpha=nan, lr=nan, setting="s"),
-            dict(method="DP-SGD", eps=2.0, label="paper", status="not run here (result file missing: run the DAG)",
-                 mean=nan, std=nan, n=0, paper=82.6, paper_std=0.45, diff=nan, q=nan, alpha=nan, lr=nan, setting=""),
-            dict(method="LATENT", eps=1.0, label="not run", status="not run here (result file missing: run the DAG)",
-                 mean=nan, std=nan, n=0, paper=nan, paper_std=nan, diff=nan, q=nan, alpha=nan, lr=nan, setting=""),
-            dict(method="DP-SGD", eps=0.5, label="paper, cited", status="cited by the paper; not run here",
-                 mean=nan, std=nan, n=0, paper=90.0, paper_std=nan, diff=nan, q=nan, alpha=nan, lr=nan, setting="")]
+    base = dict(q=nan, alpha=nan, lr=nan, norm="batch", precision="fp32", why=nan, interval=nan, interval_df=nan,
+                verdict=nan, ci_low=nan, ci_high=nan, width=nan)
+    here = dict(base, method="Algorithm 1", origin="here", status="compared", verdict="below", width=0.25, std=0.1,
+                n=3, paper=99.4, paper_std=0.1, diff=-1.5, ci_low=-1.9, ci_high=-1.1, interval="welch",
+                interval_df=3.5, setting="s")
+    missing = dict(base, status="not_run", why="result file missing: run the DAG", mean=nan, std=nan, n=0, diff=nan,
+                   setting="")
+    rows = [dict(here, eps=1.0, mean=97.9), dict(here, eps=0.5, mean=97.5),
+            dict(base, method="Algorithm 1", eps=math.inf, origin="here", status="no_spread", width=0.25, mean=99.0,
+                 std=nan, n=1, paper=99.5, paper_std=nan, diff=-0.5, interval="no_paper_spread", setting="s"),
+            dict(missing, method="DP-SGD", eps=2.0, origin="paper", paper=82.6, paper_std=0.45),
+            dict(missing, method="LATENT", eps=1.0, origin="not_run", paper=nan, paper_std=nan),
+            dict(base, method="DP-SGD", eps=0.5, origin="cited", status="cited", mean=nan, std=nan, n=0, paper=90.0,
+                 paper_std=nan, diff=nan, setting="")]
     row, lines = index._object_section("table2_mnist", pd.DataFrame(rows), "cpu")
-    assert "1 differs (reduced width); 2 cells not run here (result file missing: run the DAG)" in row
+    # the keys rendered through labels: the verdict with its width, the reason of each cell not run, once
+    assert ("| 2 below the paper (reduced width); 1 no spread printed (reduced width); "
+            "2 cells not run here (result file missing: run the DAG) |") in row
     assert "Not run here: 2 cells (result file missing: run the DAG): DP-SGD eps=2, LATENT eps=1." in lines
+    assert ("| Algorithm 1 | eps=1 | 97.90 ± 0.10 | 3 | 99.40 ± 0.10 | -1.50 [-1.90, -1.10] | "
+            "95% CI, Welch (df = 3.5) | below the paper (reduced width) | s |") in lines
+    assert ("| Algorithm 1 | eps=inf | 99.00 | 1 | 99.50 | -0.50 | none (the paper prints no spread) | "
+            "no spread printed (reduced width) | s |") in lines
+    # no key reaches the page
+    text = "\n".join([row, *lines])
+    assert not re.search(r"\b(compared|no_spread|not_run|below_within|welch|no_paper_spread|cited)\b", text), text
 
 
 def test_the_width_effect_row_gives_every_width_with_its_n(tmp_path):

@@ -149,7 +149,7 @@ def test_an_object_table_never_pools_precisions(tmp_path):
         rec.update(precision="bf16", test_accuracy=rec["test_accuracy"] - 1)
         (runs / f"alg1_bf16_eps1_seed{seed}.json").write_text(json.dumps(rec))
     t = object_table(get_object("table2_mnist"), Profile.load(repo / "config/cpu.yaml"), runs_root=str(tmp_path / "runs"))
-    cell = t[(t.method == "Algorithm 1") & (t.eps == 1) & (t.label == "run here") & (t.norm == "batch")]
+    cell = t[(t.method == "Algorithm 1") & (t.eps == 1) & (t.origin == "here") & (t.norm == "batch")]
     assert sorted(zip(cell.precision, cell.n)) == [("bf16", 2), ("fp32", 3)]
     assert cell[cell.precision == "bf16"].setting.iloc[0].endswith(", bf16")
 
@@ -172,7 +172,7 @@ def test_a_cells_spread_is_rounded_once_where_it_is_printed(tmp_path):
         (runs / name).write_text(json.dumps(dict(rec, test_accuracy=accuracy)))
     t = object_table(get_object("table4_fashionmnist"), Profile.load(REPO / "config/cpu.yaml"),
                      runs_root=str(tmp_path / "runs"))
-    cell = t[(t.label == "run here") & (t.width == 1.0)].iloc[0]
+    cell = t[(t.origin == "here") & (t.width == 1.0)].iloc[0]
     assert cell["std"] == pytest.approx(0.87 / 2 ** 0.5, abs=1e-9) and cell.n == 2
     assert acc(cell["mean"], cell["std"], 2).endswith(" ± 0.62 (n = 2)")
 
