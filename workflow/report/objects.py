@@ -196,4 +196,6 @@ def show(table: pd.DataFrame, columns: list[str] | None = None) -> str:
     for c in ("eps", "eps_reported"):
         if c in t:
             t[c] = t[c].map(lambda v: "" if pd.isna(v) else fmt_eps(parse_eps(v)))
-    return t.fillna("").to_string(index=False)
+    for c in t.columns[t.isna().any()]:  # an empty cell prints blank (the column becomes text, as fillna made it)
+        t[c] = t[c].astype(object).where(t[c].notna(), "")
+    return t.to_string(index=False)
