@@ -7,7 +7,8 @@ bash scripts/setup.sh
 # the data: $DIRDP_DATA, else ../shared/datasets where this checkout has the offline copies beside it, else ./data
 if [ -z "${DIRDP_DATA:-}" ] && [ -d ../shared/datasets ]; then export DIRDP_DATA="$(cd ../shared/datasets && pwd)"; fi
 export MPLBACKEND=Agg
-# both tiers (pytest alone: the fast one), a worker per core (pytest-xdist; the smoke DAG's tests on one worker:
-# tests/test_dag.py); DIRDP_TEST_WORKERS=0 runs them in this process, one after another
-.venv/bin/python -m pytest -q --durations=25 -m "slow or not slow" -n "${DIRDP_TEST_WORKERS:-auto}" --dist loadgroup tests
+# both tiers (pytest alone: the fast one), a worker per core (pytest-xdist), each test file on one worker (its module
+# fixtures set up once; a session fixture such as the smoke DAG once per worker that needs it); DIRDP_TEST_WORKERS=0
+# runs them in this process, one after another
+.venv/bin/python -m pytest -q --durations=25 -m "slow or not slow" -n "${DIRDP_TEST_WORKERS:-auto}" --dist loadfile tests
 .venv/bin/python -m pytest -q --durations=10 --nbval-lax notebooks/

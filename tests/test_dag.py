@@ -26,10 +26,6 @@ from workflow import profile_schema
 from workflow.experiments import METHODS, OBJECTS, Profile
 from workflow.report import OBJECT_NOTEBOOK
 
-# with xdist (scripts/test.sh: --dist loadgroup) every test here and test_slurm.py run on one worker, so the session's
-# smoke DAG (tests/conftest.py) runs once
-pytestmark = pytest.mark.xdist_group("smoke_dag")
-
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 PROFILES = ("paper", "cpu", "quick", "smoke", "gpu")

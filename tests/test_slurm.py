@@ -49,9 +49,7 @@ LONG_RUN = "results/runs/smoke/mnist/alg1_eps1_seed0.json"
 LONG_CONFIG = f"training={{steps: {STEPS}, checkpoint_every: 2, eval_every: {STEPS}}}"
 
 
-pytestmark = [pytest.mark.slow,  # every test here is an integration test
-              # with xdist (scripts/test.sh): on the worker of test_dag, whose session smoke DAG it compares with
-              pytest.mark.xdist_group("smoke_dag")]
+pytestmark = pytest.mark.slow  # every test here is an integration test
 
 
 def _missing() -> str | None:
@@ -74,9 +72,10 @@ def report(line: str) -> None:
     (ARTIFACTS / "test_slurm.txt").write_text("\n".join(REPORT) + "\n")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def slurm(tmp_path_factory):
-    """The local cluster, up for this module (its state in a temporary folder), stopped after it."""
+    """The local cluster (its state in a temporary folder), up once for the session (each xdist worker's: the file's
+    tests run on one, scripts/test.sh) and stopped at its end."""
     if MISSING and os.environ.get("CI"):  # CI installs the packages (.ci/run): missing there is a failure
         pytest.fail(MISSING)
     if MISSING:
