@@ -186,14 +186,14 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
         assert (work / "results/smoke" / f"{name}.csv").exists()
     table, prov = provenance.read_csv(work / "results/smoke/table2_mnist.csv")
     assert prov["config"]["profile"] == "smoke"
-    here = table[(table.label == "run here") & (table.method == "Algorithm 1")].sort_values("eps")
+    here = table[(table.origin == "here") & (table.method == "Algorithm 1")].sort_values("eps")
     assert list(here.eps) == [1.0, float("inf")]
-    baselines = table[(table.label == "run here") & (table.method != "Algorithm 1")]
+    baselines = table[(table.origin == "here") & (table.method != "Algorithm 1")]
     assert set(baselines.method) == {"Tempered sigmoid DP-SGD", "LATENT"} and (baselines.eps == 1.0).all()
     assert (here["mean"] > 0).all() and (here.n == 1).all()
-    assert (here.status == "not comparable (reduced protocol)").all()
+    assert (here.status == "not_comparable").all()
     assert here.certified_eps.iloc[0] <= 1.0  # r* recomputed for the smoke (q, T)
-    cited = table[table.label == "paper, cited"]
+    cited = table[table.origin == "cited"]
     assert len(cited) > 0 and cited["mean"].isna().all()  # the paper's citations carry nothing of ours
     run = json.loads((work / "results/runs/smoke/mnist/alg1_eps1_seed0.json").read_text())
     assert run["steps"] == 4 and run["provenance"]["config"]["train_subset"] == 1000

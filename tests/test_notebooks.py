@@ -108,7 +108,7 @@ def test_the_shared_notebook_writes_each_objects_table_and_figure(tmp_path, monk
     expected = report.object_table(OBJECTS["table4_fashionmnist"], Profile.load(REPO / "config/cpu.yaml"),
                                    runs_root=str(REPO / "results/runs"))
     assert list(table.columns) == list(expected.columns) and len(table) == len(expected) > 0
-    assert list(table.label) == list(expected.label) and list(table["mean"].fillna(-1)) == list(expected["mean"].fillna(-1))
+    assert list(table.origin) == list(expected.origin) and list(table["mean"].fillna(-1)) == list(expected["mean"].fillna(-1))
     assert prov["config"]["notebook"] == "table4_fashionmnist"
     assert (out / "fig3a_fashionmnist.png").stat().st_size > 0 and (out / "fig3a_fashionmnist.pdf").exists()
     assert not (out / "table4_fashionmnist.png").exists()
