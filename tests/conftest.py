@@ -184,3 +184,14 @@ def smoke_dag(tmp_path_factory, mirror_root) -> SmokeDag:
     runs = {str(p.relative_to(work)): json.loads(p.read_text())
             for p in sorted((work / "results/runs/smoke").rglob("*.json"))}
     return SmokeDag(work, proc, before, runs)
+
+
+# The longest test files first: scripts/test.sh runs the suite on every core (pytest-xdist, --dist loadfile), which
+# hands out whole files in collection order, so a long file collected last (the SLURM test, alphabetically late) would
+# run alone at the end while the other workers idle. Within a file the order stays as written.
+FIRST = ("test_slurm.py", "test_dag.py", "test_campaign.py", "test_rebuild.py", "test_explore_browser.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
