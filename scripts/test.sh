@@ -8,7 +8,9 @@ bash scripts/setup.sh
 if [ -z "${DIRDP_DATA:-}" ] && [ -d ../shared/datasets ]; then export DIRDP_DATA="$(cd ../shared/datasets && pwd)"; fi
 export MPLBACKEND=Agg
 # both tiers (pytest alone: the fast one), a worker per core (pytest-xdist), each test file on one worker (its module
-# fixtures set up once; a session fixture such as the smoke DAG once per worker that needs it); DIRDP_TEST_WORKERS=0
-# runs them in this process, one after another
-.venv/bin/python -m pytest -q --durations=25 -m "slow or not slow" -n "${DIRDP_TEST_WORKERS:-auto}" --dist loadfile tests
+# fixtures set up once; a session fixture such as the smoke DAG once per worker that needs it), handed out in the
+# order tests/conftest.py collects them (the longest files first; xdist would otherwise order files by their number
+# of tests and start the 3-test SLURM file last); DIRDP_TEST_WORKERS=0 runs them in this process, one after another
+.venv/bin/python -m pytest -q --durations=25 -m "slow or not slow" -n "${DIRDP_TEST_WORKERS:-auto}" --dist loadfile \
+  --no-loadscope-reorder tests
 .venv/bin/python -m pytest -q --durations=10 --nbval-lax notebooks/
