@@ -1,8 +1,7 @@
 """Shared fixtures: the offline MNIST mirror, tiny data sets in each real on-disk format, and the smoke DAG run
-once per session (tests/test_dag.py checks it; tests/test_slurm.py compares its SLURM runs with its runs)."""
+once per session (tests/test_dag.py checks it)."""
 
 import gzip
-import json
 import os
 import pickle
 import shutil
@@ -167,23 +166,20 @@ class SmokeDag(NamedTuple):
     work: Path          # the copy of the workflow the DAG ran in
     proc: object        # its finished snakemake process
     before: dict        # sha256 of the committed profile's outputs, taken before the run
-    runs: dict          # run JSON path (relative to work) -> its result, read as soon as the DAG ended
 
 
 @pytest.fixture(scope="session")
 def smoke_dag(tmp_path_factory, mirror_root) -> SmokeDag:
     """A copy of the workflow (Snakefile, rules, config, notebooks, profiles, the package sources) and of the
     committed outputs, run end to end with config/smoke.yaml, so that the repository's results/ stay untouched.
-    Run once per session: the training runs' results are read before any test changes the folder (one test deletes
-    a run to replay an interrupted DAG), so a later module compares its own runs with them."""
+    Run once per session (tests/test_dag.py's tests read it; one of them deletes a run to replay an interrupted DAG,
+    so it runs last there)."""
     from test_dag import COMMITTED_PROFILE, copy_workflow, profile_outputs, snakemake
 
     work = copy_workflow(tmp_path_factory.mktemp("dag"), outputs=True)
     before = profile_outputs(work, COMMITTED_PROFILE)
     proc = snakemake("--cores", "2", "--configfile", "config/smoke.yaml", cwd=work, data=mirror_root)
-    runs = {str(p.relative_to(work)): json.loads(p.read_text())
-            for p in sorted((work / "results/runs/smoke").rglob("*.json"))}
-    return SmokeDag(work, proc, before, runs)
+    return SmokeDag(work, proc, before)
 
 
 # The longest test files first: scripts/test.sh runs the suite on every core (pytest-xdist, --dist loadfile), which

@@ -13,8 +13,8 @@ slurmd, a gres GPU backed by /dev/null), driven by the SLURM executor plugin thr
 Job states come from ``squeue --states=all`` (``--slurm-status-command squeue``): the cluster has no accounting
 database (slurmdbd), so sacct answers "Slurm accounting storage is disabled"; the controller keeps a finished job
 for MinJobAge = 600 s, longer than this module runs. The one command line change to the profile: ``--set-threads
-train=1`` (this node has 2 CPUs; the profile's 4 threads would be 4 CPUs, and the local run it is compared with,
-the session's smoke DAG of tests/conftest.py, trains with the smoke profile's 1 thread). A job summary goes to
+train=1`` (this node has 2 CPUs; the profile's 4 threads would be 4 CPUs, and the local runs it is compared with,
+``snakemake --cores 2 --until train`` in another copy, train with the smoke profile's 1 thread). A job summary goes to
 tests/artifacts/test_slurm.txt.
 
 Needs root and Debian's slurmctld, slurmd, slurm-client and munge (.ci/run installs them); skips naming what is
@@ -149,7 +149,14 @@ def test_profile_partition_and_account_come_from_the_environment(tiny_root, tmp_
         assert f"slurm_partition={partition}," in resources and f"slurm_account={account}," in resources, resources
 
 
-def test_smoke_training_through_the_slurm_profile_equals_a_local_run(slurm, smoke_dag, mirror_root, tmp_path):
+def test_smoke_training_through_the_slurm_profile_equals_a_local_run(slurm, mirror_root, tmp_path):
+    # the same training jobs run locally (the same commands, one thread each), in a copy of their own; only the train
+    # rule, as through SLURM: the notebooks are the smoke DAG's test (tests/test_dag.py)
+    local = copy_workflow(tmp_path / "local")
+    snakemake(local, "--cores", "2", "--configfile", "config/smoke.yaml", "--until", "train", data=mirror_root,
+              log=tmp_path / "local.log")
+    here = {str(p.relative_to(local)): json.loads(p.read_text())
+            for p in sorted((local / "results/runs/smoke").rglob("*.json"))}
     t0 = time.time()
     work = copy_workflow(tmp_path / "slurm")
     out = snakemake(work, "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml", "--until", "train",
@@ -171,12 +178,10 @@ def test_smoke_training_through_the_slurm_profile_equals_a_local_run(slurm, smok
         # the profile's resources as SLURM granted them: the gres GPU, 32000 MB, 720 minutes, 1 CPU per thread
         assert (job["TresPerNode"], job["MinMemoryNode"], job["TimeLimit"], job["NumCPUs"]) == (
             "gres:gpu:1", "32000M", "12:00:00", "1"), job
-    # the same runs made locally by the session's smoke DAG (tests/conftest.py: snakemake --cores 2, the same
-    # training commands at one thread each), read as soon as it ended
-    report("# the same runs locally (the smoke DAG, snakemake --cores 2): params_sha256")
-    assert sorted(smoke_dag.runs) == runs, (sorted(smoke_dag.runs), runs)
+    report("# the same runs locally (snakemake --cores 2 --until train): params_sha256")
+    assert sorted(here) == runs, (sorted(here), runs)
     for run in runs:
-        ours, theirs = outcome(work, run), pick(smoke_dag.runs[run])
+        ours, theirs = outcome(work, run), pick(here[run])
         report(f"{run}: slurm {ours['params_sha256'] or '(none: LATENT, curves compared)'}  local "
                f"{theirs['params_sha256'] or '(none)'}")
         assert ours == theirs, run
