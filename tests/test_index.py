@@ -44,25 +44,28 @@ def test_missing_baseline_cells_are_counted_and_named():
     assert not re.search(r"\b(compared|no_spread|not_run|below_within|welch|no_paper_spread|cited)\b", text), text
 
 
-def test_the_width_effect_row_gives_every_width_with_its_n(tmp_path):
+def test_the_index_shows_each_block_made_from_the_profiles_own_files_and_links_it(tmp_path):
+    """The numbers beyond the paper objects' cells are the README's and docs' blocks, made by the same declaration
+    from this profile's files (none written as a sentence); a block whose file the profile lacks says so."""
     from dirdp import provenance
+    from workflow.report.readme_campaign import width_effect
+    from workflow.report.readme_sections import Sources
 
-    t = pd.DataFrame(dict(eps=[2.0, 2.0, math.inf], width=[0.5, 0.25, 0.25], mean=[88.1, 85.4, 91.54],
-                          std=[nan := math.nan, 0.4, nan], n=[1, 3, 1], seeds=["0", "0 1 2", "0"],
-                          paper_full_width=[91.13, 91.13, 93.13], paper_std=[0.18, 0.18, nan], diff_to_paper=[0, 0, 0]))
-    provenance.write_csv(t, tmp_path / "width_effect.csv", {"notebook": "width_effect"})
-    (row,) = [r for r in index._fixed_rows(tmp_path, "cpu") if r.startswith("| Width effect")]
-    assert ("FashionMNIST eps=2: 0.25x 85.40 (n=3, paper full width 91.13), 0.5x 88.10 (n=1, paper full width 91.13); "
-            "FashionMNIST eps=inf: 0.25x 91.54 (n=1, paper full width 93.13)") in row  # a table without data set column
-    t = t.assign(dataset="fashionmnist", precision="fp32")
-    mnist = dict(dataset="mnist", eps=1.0, mean=99.29, std=nan, n=1, seeds="0", paper_full_width=99.37,
-                 paper_std=0.059, diff_to_paper=-0.08)
-    t = pd.concat([pd.DataFrame([dict(mnist, width=1.0, precision="bf16")]), t,
-                   pd.DataFrame([dict(mnist, width=0.25, precision="fp32", mean=98.94)])], ignore_index=True)
-    provenance.write_csv(t, tmp_path / "width_effect.csv", {"notebook": "width_effect"})
-    (row,) = [r for r in index._fixed_rows(tmp_path, "cpu") if r.startswith("| Width effect")]
-    assert ("FashionMNIST eps=inf: 0.25x 91.54 (n=1, paper full width 93.13); MNIST eps=1: 0.25x 98.94 (n=1, paper "
-            "full width 99.37), 1x bf16 99.29 (n=1, paper full width 99.37)") in row, row
+    folder = tmp_path / "results" / "smoke"
+    folder.mkdir(parents=True)
+    t = pd.DataFrame(dict(dataset="mnist", eps=[1.0, math.inf], width=[0.25, 0.25], precision="fp32", mean=[98.94, 99.1],
+                          std=math.nan, n=1, seeds="0", paper_full_width=[99.37, 99.5], paper_std=[0.059, math.nan],
+                          diff_to_paper=[-0.43, -0.4]))
+    provenance.write_csv(t, folder / "width_effect.csv", {"notebook": "width_effect"})
+    text = index.write_index(results=folder, profile="smoke").read_text()
+    assert "| width_effect | [`width_effect.csv`](width_effect.csv) | shown in [width-effect](#width-effect) |" in text
+    section = text[text.index("### width-effect"):]
+    section = section[:section.index("\n### ", 1)]
+    assert width_effect(Sources(tmp_path / "results", "smoke")) in section  # the block, row for row
+    assert "From `results/smoke/width_effect.csv`." in section
+    first_layer = text[text.index("### audit-first-layer"):]
+    assert first_layer.split("\n")[4].startswith("Not made for this profile: ") and "audit_first_layer.csv" in first_layer
+    assert "### timings" not in text  # results/timings.csv is no profile's
 
 
 def _profile_folder(root, profile):
@@ -178,7 +181,7 @@ def test_results_of_uncommitted_code_are_flagged(tmp_path, monkeypatch):
                                                      "git_commit": "abc"})
     provenance.write_csv(t6, folder / "extra.csv", {"config": {}, "git_commit": "ghi+dirty"})
     text = index.write_index(results="results/cpu", profile="cpu", out="results/cpu/README.md").read_text()
-    (t6_row,) = [r for r in text.splitlines() if r.startswith("| Table 6 |")]
+    (t6_row,) = [r for r in text.splitlines() if r.startswith("| table6 |")]
     assert "**+dirty**: made with uncommitted code" in t6_row
     section = text.split("## Uncommitted code")[1]
     assert ("| [`results/runs/cpu/mnist/alg1_eps2_seed0.json`](../runs/cpu/mnist/alg1_eps2_seed0.json) | "

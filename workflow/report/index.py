@@ -20,7 +20,6 @@ from dirdp.run_result import read_run
 from workflow.experiments import OBJECTS
 from workflow.report import labels
 from workflow.report.compare import LEVEL, MARGIN, ONE_RUN, PAPER_SPREAD_ONLY
-from workflow.report.index_audit import audit_rows
 from workflow.report.index_figures import figure_lines
 from workflow.report.runs import run_files
 
@@ -42,7 +41,8 @@ the paper, within {margin:g} point*), or *undecided (n = ...)* (too wide to say)
 interval), *not comparable* (a reduced protocol: fewer steps, another q, a training subset), or *not run here* with
 the reason. Runs at reduced model width say so; their accuracies are not the paper's model. Numbers the paper quotes
 from other work are in each object's CSV as rows of origin `cited`, never mixed with ours. Every figure of the
-profile is linked under *Figures*.
+profile is linked under *Figures*; every other table of the README and `docs/`, made from this profile's files, is
+under *Every other table*.
 """
 
 
@@ -146,51 +146,47 @@ def _cells(n: int) -> str:
     return f"{n} cell" + ("" if n == 1 else "s")
 
 
-def _fixed_rows(results: Path, profile: str, figures: str | None = None) -> list[str]:
-    """The rows of what is not a paper object's table; ``figures``: the figures folder relative to the index
-    (default: ``../../figures/<profile>``, from ``results/<profile>/README.md``)."""
-    figures = figures if figures is not None else f"../../figures/{profile}"
+def _other_files(results: Path) -> list[str]:
+    """A row for each result table of the folder that is not a paper object's: its file and the blocks (below, and
+    in the README or docs/) made from it, as their declarations name it."""
+    from workflow.report.readme_sections import builders
+
+    shown: dict[str, list[str]] = {}
+    for name, block in builders().items():
+        for f in block.files:
+            if f.startswith("results/{p}/") and f.endswith(".csv") and "*" not in f:
+                shown.setdefault(f.removeprefix("results/{p}/"), []).append(f"[{name}](#{name})")
     rows = []
-    for name, title in (("table6", "Table 6"), ("table7", "Table 7")):
-        path = results / f"{name}.csv"
-        if path.exists():
-            t, _ = provenance.read_csv(path)
-            printed = t[t.paper_rstar.notna()]
-            n_match = int((printed.status == "match").sum())
-            other = printed[printed.status != "match"]
-            note = f"{n_match}/{len(printed)} printed r* match" + (
-                "; differs: " + ", ".join(f"{r.dataset} eps={r.eps:g} (ours {r.rstar:.6f}, paper {r.paper_rstar:g})"
-                                          for r in other.itertuples()) if len(other) else "")
-            rows.append(f"| {title} | [`{name}.csv`]({name}.csv) | {note} (exact: Theorem 10 + Brent) |")
-    path = results / "theorem11_mc.csv"
-    if path.exists():
-        t, _ = provenance.read_csv(path)
-        z = t.z.abs()
-        rows.append(f"| Theorem 11 (Eqs. 3-5) | [`theorem11_mc.csv`](theorem11_mc.csv) | Monte Carlo, {len(t)} statistics, "
-                    f"max abs z {z.max():.2f}, {100 * (z <= 2).mean():.1f}% within 2 SE |")
-    path = results / "width_effect.csv"
-    if path.exists():
-        t, _ = provenance.read_csv(path)
-        if "dataset" not in t:  # a table made before the MNIST panel: FashionMNIST alone
-            t["dataset"] = "fashionmnist"
-        names = {"fashionmnist": "FashionMNIST", "mnist": "MNIST"}
-        found = "; ".join(f"{names.get(d, d)} eps={_eps(e)}: " + ", ".join(
-            f"{r.width:g}x{' bf16' if getattr(r, 'precision', 'fp32') == 'bf16' else ''} {r.mean:.2f} (n={r.n}, "
-            f"paper full width {r.paper_full_width:.2f})" for r in g.sort_values("width").itertuples())
-            for (_, d, e), g in t.assign(o=t.dataset != "fashionmnist").groupby(["o", "dataset", "eps"])) or "no runs yet"
-        rows.append(f"| Width effect, Algorithm 1 (not in the paper) | [`width_effect.csv`](width_effect.csv), "
-                    f"[`width_effect.png`]({figures}/width_effect.png) | {found} |")
-    path = results / "audit_canary.csv"
-    if path.exists():
-        t, _ = provenance.read_csv(path)
-        worst = t.loc[t.groupby("method").eps_lower_bound.idxmax()]
-        found = "; ".join(f"{r.method}: {r.eps_lower_bound:.2f} at claimed {r.claimed_eps:g} (q={r.q:g}, T={r.T})"
-                          for r in worst.itertuples())
-        rows.append(f"| Privacy audit (not in the paper) | [`audit_canary.csv`](audit_canary.csv), "
-                    f"`audit_membership.csv`, `audit_reconstruction.csv`, `audit_released_models.csv` | largest 95% eps lower bound: {found} |")
-    rows += audit_rows(results, figures)
+    for path in sorted(results.glob("*.csv")):
+        if path.stem not in OBJECTS:
+            rows.append(f"| {path.stem} | [`{path.name}`]({path.name}) | "
+                        + ("shown in " + ", ".join(shown[path.name]) if path.name in shown else "—") + " |")
     return rows
 
+
+def _blocks(results: Path, profile: str) -> list[str]:
+    """Every generated block of the README and docs/ (:func:`workflow.report.readme_sections.builders`, the one
+    declaration of each) made from this profile's own files, each under its name with the files it reads; a block
+    whose files the profile lacks says so. The README and docs/ show one profile's blocks (``readme: true``); this
+    section shows them for any profile, so that its index carries no number a block does not."""
+    from workflow.report.readme_sections import ReadmeError, Sources, builders
+
+    src = Sources(results.parent, profile)
+    src.folder = results  # the profile's folder, wherever it lies
+    lines = ["## Every other table", "",
+             "The tables the README and `docs/` show, each made from this profile's files by the same code "
+             "(`python -m workflow readme` writes them there for the profile whose results the README cites).", ""]
+    for name, block in builders().items():
+        if not all(f.startswith(("results/{p}", "results/runs/{p}")) for f in block.files):
+            continue  # a block of files common to every profile (the timings)
+        try:
+            body = block.make(src).rstrip("\n")
+        except ReadmeError as err:
+            body = f"Not made for this profile: {err}"
+        except Exception as err:  # noqa: BLE001 - a block this profile's files do not fit; the index still says so
+            body = f"Not made for this profile ({type(err).__name__}): {err}"
+        lines += [f"### {name}", "", f"From `{block.sources(profile)}`.", "", body, ""]
+    return lines
 
 
 DIRTY_HEAD = """## Uncommitted code
@@ -260,7 +256,7 @@ def write_index(*, results: str | Path = "results", profile: str, out: str | Pat
     if root is not None and out.resolve() == (root / "README.md").resolve():
         out = results / "README.md"
     figures = os.path.relpath(results.parent.parent / "figures" / profile, out.parent).replace(os.sep, "/")
-    rows = ["| object | file | status |", "|---|---|---|"] + _fixed_rows(results, profile, figures)
+    rows = ["| object | file | status |", "|---|---|---|"]
     sections = []
     for name in OBJECTS:
         path = results / f"{name}.csv"
@@ -271,13 +267,15 @@ def write_index(*, results: str | Path = "results", profile: str, out: str | Pat
         row, lines = _object_section(name, table, profile)
         rows.append(row)
         sections += lines
+    rows += _other_files(results)
     dirty, marked = _dirty_results(results, profile, out)
     rows = [_mark(r, marked) for r in rows]
     text = HEAD.format(profile=profile, commit=provenance.git_commit(), level=100 * LEVEL, margin=MARGIN,
                        spread_only=labels.interval(PAPER_SPREAD_ONLY), one_run=labels.verdict(ONE_RUN, 1)) + "\n## Objects\n\n" + "\n".join(rows)
     text += "\n\n" + "\n".join(figure_lines(results.parent.parent / "figures" / profile, figures,
                                         results.parent.parent / "notebooks"))
-    text += "\n\n## Cells, ours beside the paper\n\n" + "\n".join(sections) + "\n" + "\n".join(dirty) + "\n"
+    text += "\n\n## Cells, ours beside the paper\n\n" + "\n".join(sections) + "\n"
+    text += "\n".join(_blocks(results, profile)) + "\n" + "\n".join(dirty) + "\n"
     out.write_text(text)
     if results.name == profile and out.resolve() == (results / "README.md").resolve():
         write_top_index(results.parent)

@@ -70,9 +70,9 @@ def render(results: str | Path = "results", profile: str = "cpu", names=None) ->
         raise ReadmeError(f"{src.folder}: no such results folder (make it with the {profile} profile, or pass "
                           "--results/--profile of one that exists)")
     made = {}
-    for name, (build, files) in builders().items():
+    for name, block in builders().items():
         if names is None or name in names:
-            made[name] = (files.format(p=profile), build(src).rstrip("\n") + "\n")
+            made[name] = (block.sources(profile), block.make(src).rstrip("\n") + "\n")
     return made
 
 

@@ -13,6 +13,7 @@ import json
 import math
 from functools import cached_property
 from pathlib import Path
+from typing import Callable, NamedTuple
 
 import pandas as pd
 
@@ -228,40 +229,50 @@ def bench(src: Sources) -> str:
                      "DP-SGD s/step", "Algorithm 1 / non-private", "DP-SGD / Algorithm 1"], steps))
 
 
-def builders() -> dict:
-    """Block name -> (function making its text, the files it reads)."""
+class Block(NamedTuple):
+    """A generated block, declared once: the function making its text from a profile's files, and the files it reads
+    (``{p}``: the profile), which its header on the page names and the results index shows it beside."""
+    make: Callable[[Sources], str]
+    files: tuple[str, ...]
+
+    def sources(self, profile: str) -> str:
+        return ", ".join(self.files).format(p=profile)
+
+
+def builders() -> dict[str, Block]:
+    """Every generated block of the README and docs/, in the order the results index shows them: name -> Block."""
     from workflow.report import readme_audit as audit
     from workflow.report import readme_campaign as campaign
     from workflow.report import readme_front as front
     from workflow.report import readme_privacy as privacy
-    r = "results/{p}"
-    return {
-        "findings": (front.findings, f"{r}/headline_cells.csv, {r}/table*.csv"),
-        "privacy-cost": (front.privacy_cost, f"{r}/privacy_cost.csv"),
-        "findings-reduced-width": (front.findings_reduced_width, f"{r}/headline_cells.csv"),
-        "scope": (front.scope, f"{r}/table*.csv, {r}/fig*.csv, {r}/bench_baselines*.json, workflow/paper.py"),
-        "timings": (front.timings, "results/timings.csv"),
-        "precision": (front.precision, f"{r}/precision_validation.csv, {r}/bench_sweep*.json"),
-        "table7": (table7, f"{r}/table7.csv"),
-        "table7-high-orders": (table7_high_orders, f"{r}/table7_high_orders.csv"),
-        "runs-alg1": (runs_alg1, "results/runs/{p}/"),
-        "width-effect": (campaign.width_effect, f"{r}/width_effect.csv"),
-        "full-width-cost": (campaign.full_width_cost, f"{r}/bench_full_width_t*.json"),
-        "cpu-precision": (campaign.cpu_precision, f"{r}/bench_sweep*.json"),
-        "cpu-layout": (campaign.cpu_layout, f"{r}/bench_layout*.json"),
-        "dpsgd-full-width": (campaign.dpsgd_full_width, f"{r}/bench_dpsgd*.json"),
-        "baselines": (baselines, f"results/runs/{{p}}/, {r}/table2_mnist.csv, {r}/table4_fashionmnist.csv"),
-        "dpsgd-inception": (dpsgd_inception, f"results/runs/{{p}}/fashionmnist/, {r}/table4_fashionmnist.csv"),
-        "bench": (bench, f"{r}/bench_baselines*.json"),
-        "audit-reconstruction": (audit.reconstruction, f"{r}/audit_reconstruction.csv"),
-        "audit-canary": (audit.canary, f"{r}/audit_canary.csv"),
-        "audit-membership": (audit.membership, f"{r}/audit_membership.csv"),
-        "audit-membership-learned": (audit.membership_learned, f"{r}/audit_released_models.csv, results/runs/{{p}}/"),
-        "audit-subspace": (audit.subspace, f"{r}/audit_subspace.csv"),
-        "audit-batchnorm": (audit.batchnorm, f"{r}/audit_batchnorm.csv"),
-        "audit-first-layer": (audit.first_layer, f"{r}/audit_first_layer.csv"),
-        "audit-control": (privacy.control, f"{r}/audit_control.csv"),
-        "audit-one-run": (privacy.one_run, f"{r}/audit_one_run.csv"),
-        "privacy": (privacy.privacy, f"{r}/audit_first_layer.csv, {r}/audit_one_run.csv, {r}/audit_control.csv, "
-                                   f"{r}/audit_subspace.csv"),
-    }
+    r, runs = "results/{p}", "results/runs/{p}/"
+    return {name: Block(make, tuple(files)) for name, make, files in [
+        ("findings", front.findings, [f"{r}/headline_cells.csv", f"{r}/table*.csv"]),
+        ("privacy-cost", front.privacy_cost, [f"{r}/privacy_cost.csv"]),
+        ("findings-reduced-width", front.findings_reduced_width, [f"{r}/headline_cells.csv"]),
+        ("scope", front.scope, [f"{r}/table*.csv", f"{r}/fig*.csv", f"{r}/bench_baselines*.json", "workflow/paper.py"]),
+        ("timings", front.timings, ["results/timings.csv"]),
+        ("precision", front.precision, [f"{r}/precision_validation.csv", f"{r}/bench_sweep*.json"]),
+        ("table7", table7, [f"{r}/table7.csv"]),
+        ("table7-high-orders", table7_high_orders, [f"{r}/table7_high_orders.csv"]),
+        ("runs-alg1", runs_alg1, [runs]),
+        ("width-effect", campaign.width_effect, [f"{r}/width_effect.csv"]),
+        ("full-width-cost", campaign.full_width_cost, [f"{r}/bench_full_width_t*.json"]),
+        ("cpu-precision", campaign.cpu_precision, [f"{r}/bench_sweep*.json"]),
+        ("cpu-layout", campaign.cpu_layout, [f"{r}/bench_layout*.json"]),
+        ("dpsgd-full-width", campaign.dpsgd_full_width, [f"{r}/bench_dpsgd*.json"]),
+        ("baselines", baselines, [runs, f"{r}/table2_mnist.csv", f"{r}/table4_fashionmnist.csv"]),
+        ("dpsgd-inception", dpsgd_inception, [f"{runs}fashionmnist/", f"{r}/table4_fashionmnist.csv"]),
+        ("bench", bench, [f"{r}/bench_baselines*.json"]),
+        ("audit-reconstruction", audit.reconstruction, [f"{r}/audit_reconstruction.csv"]),
+        ("audit-canary", audit.canary, [f"{r}/audit_canary.csv"]),
+        ("audit-membership", audit.membership, [f"{r}/audit_membership.csv"]),
+        ("audit-membership-learned", audit.membership_learned, [f"{r}/audit_released_models.csv", runs]),
+        ("audit-subspace", audit.subspace, [f"{r}/audit_subspace.csv"]),
+        ("audit-batchnorm", audit.batchnorm, [f"{r}/audit_batchnorm.csv"]),
+        ("audit-first-layer", audit.first_layer, [f"{r}/audit_first_layer.csv"]),
+        ("audit-control", privacy.control, [f"{r}/audit_control.csv"]),
+        ("audit-one-run", privacy.one_run, [f"{r}/audit_one_run.csv"]),
+        ("privacy", privacy.privacy, [f"{r}/audit_first_layer.csv", f"{r}/audit_one_run.csv", f"{r}/audit_control.csv",
+                                      f"{r}/audit_subspace.csv"]),
+    ]}
