@@ -32,12 +32,10 @@ the file. Without --configfile the profile is config/paper.yaml where torch sees
 on disk, a dry run (-n) shows the plan and lists them; a real run stops before any job, listing them. The rules
 live in rules/, by topic:
 
-    rules/common.smk    the profile, its runs, the notebook command, the targets (no rules)
-    rules/train.smk     train: one training run
-    rules/objects.smk   the paper's tables and figures from the runs (one notebook each)
-    rules/theory.smk    what needs no training: r* (Tables 6, 7), Theorem 11, the kappa explorer
-    rules/audit.smk     the privacy audit and membership inference on the released models
-    rules/report.smk    index: results/<profile>/README.md (and the top index results/README.md)
+    rules/common.smk     the profile, its runs, the notebook command (no rules)
+    rules/train.smk      train: one training run
+    rules/notebooks.smk  every table and figure: one notebook job each, declared once (NOTEBOOKS)
+    rules/report.smk     index: results/<profile>/README.md (and the top index results/README.md)
 """
 
 import sys
@@ -77,17 +75,14 @@ include: "rules/common.smk"
 report: "report/workflow.rst"
 
 
+include: "rules/train.smk"
+include: "rules/notebooks.smk"
+include: "rules/report.smk"
+
+
 rule all:
-    """Every object of the paper: its table, figure and executed notebook, and the index."""
+    """Every table, figure and executed notebook the profile makes (rules/notebooks.smk), and the index."""
     default_target: True
     input:
-        FIXED_TARGETS,
-        OBJECT_TARGETS,
+        NOTEBOOK_TARGETS,
         f"{RES}/README.md",
-
-
-include: "rules/train.smk"
-include: "rules/objects.smk"
-include: "rules/theory.smk"
-include: "rules/audit.smk"
-include: "rules/report.smk"

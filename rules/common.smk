@@ -1,7 +1,7 @@
 """Shared by every file of rules/: the profile (config/<name>.yaml with what it `extends:`, already validated
 against config/schema.yaml by the Snakefile), its output folders, its training runs, the data sets it lacks (a
-real run stops before any job; a dry run lists them), the papermill command of a notebook, the inputs of a job
-(deps: what triggers a rerun) and the targets of `rule all`. Defines no rule."""
+real run stops before any job; a dry run lists them), the papermill command of a notebook and the inputs of a job
+(deps: what triggers a rerun). Defines no rule."""
 
 import atexit
 import glob
@@ -10,6 +10,7 @@ import mimetypes
 import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 from snakemake.settings.enums import RerunTrigger
 from snakemake.settings.types import DeploymentMethod
@@ -191,21 +192,6 @@ def papermill(name, params, *, out=None):
             f"-p results_dir {RES} -p figures_dir {FIG} -y '{json.dumps(params)}' > {NB_LOGS}/{out or name}.log 2>&1")
 
 
-def object_outputs(name):
-    """What the notebook of paper object ``name`` writes: its table, figure (png, pdf) and executed copy."""
-    obj = OBJECTS[name]
-    stem = obj.figures[0] if obj.figures else name
-    return [f"{RES}/{name}.csv", f"{FIG}/{stem}.png", f"{FIG}/{stem}.pdf", f"{NB}/{name}.ipynb"]
-
-
-OBJECT_TARGETS = [f for name in OBJECTS for f in object_outputs(name)]
-FIXED_TARGETS = [f"{RES}/table6.csv", f"{RES}/table7.csv", f"{FIG}/h_of_r.pdf", f"{RES}/theorem11_mc.csv",
-                 f"{FIG}/theorem11_kappa_variance.pdf", f"{NB}/explore_kappa.ipynb", f"{RES}/runs_summary.csv",
-                 f"{FIG}/runs_accuracy_curves.pdf", f"{RES}/baselines_comparison.csv", f"{RES}/audit_canary.csv",
-                 f"{RES}/audit_released_models.csv", f"{RES}/width_effect.csv", f"{FIG}/width_effect.pdf",
-                 f"{RES}/audit_subspace.csv", f"{FIG}/audit_subspace_residuals.pdf", f"{RES}/headline_cells.csv",
-                 f"{RES}/privacy_cost.csv", f"{FIG}/headline.pdf", f"{RES}/audit_first_layer.csv",
-                 f"{FIG}/audit_paper_model.pdf"]
 # The BatchNorm audit reads the profile's released MNIST eps = 1 model (seed 0) and its --norm group twin where the
 # profile trains one: it runs where the profile trains the first.
 # (fp32 where the profile trains that cell in fp32, else its bf16 run: the quick profile trains in bf16).
@@ -213,21 +199,8 @@ BN_RELEASED, BN_GROUPNORM = (
     next((p for p in paths if p in RUNS), paths[0])
     for paths in ([Run("mnist", 1.0, 0, norm=n, precision=pr).path(PROFILE.name) for pr in (None, "bf16")]
                   for n in (None, "group")))
-BN_TARGETS = [f"{RES}/audit_batchnorm.csv", f"{FIG}/audit_bn_influence.pdf"] if BN_RELEASED in RUNS else []
-FIXED_TARGETS += BN_TARGETS
-# The precision validation (bf16 + channels_last against fp32, MNIST eps = 1 seeds 0-2) runs where the profile trains
-# both (the cpu profile: its fp32 grid and the bf16 extras).
-PV_TARGETS = ([f"{RES}/precision_validation.csv", f"{FIG}/precision_validation.pdf"]
-              if {Run("mnist", 1.0, 0, precision=p).path(PROFILE.name) for p in (None, "bf16")} <= set(RUNS) else [])
-FIXED_TARGETS += PV_TARGETS
-# The DP-SGD step cost is drawn where the profile has a DP-SGD step bench (results/<profile>/bench_dpsgd*.json: made by
-# python benchmarks/bench_dpsgd.py, by hand, on a quiet machine; the DAG reads it and never makes it).
+# The DP-SGD step cost is drawn where the profile has a DP-SGD step bench (results/<profile>/bench_dpsgd*.json).
 DPSGD_BENCHES = sorted(str(p) for p in Path(RES).glob("bench_dpsgd*.json"))
-DPSGD_COST_TARGETS = [f"{RES}/dpsgd_step_cost.csv", f"{FIG}/dpsgd_step_cost.pdf"] if DPSGD_BENCHES else []
-FIXED_TARGETS += DPSGD_COST_TARGETS
-# The one-run audit (rules/audit.smk) where the profile declares its runs (audit_one_run: runs).
-ONE_RUN_TARGETS = [f"{RES}/audit_one_run.csv", f"{FIG}/audit_one_run.pdf"] if ONE_RUN_RUNS else []
-FIXED_TARGETS += ONE_RUN_TARGETS
 
 
 # `snakemake --report results/<profile>/report.html`: Snakemake's self-contained HTML report of the outputs flagged
@@ -259,3 +232,30 @@ def report_outputs(paths, caption, category, subcategory, about):
                           subcategory=subcategory, labels={"about": about, "kind": kind, "file": os.path.basename(path)})
         out.append(path)
     return out
+
+
+# A notebook job as rules/notebooks.smk declares it (NOTEBOOKS), and the helpers of its declaration.
+class Notebook(NamedTuple):
+    doc: str  # what the job makes (the rule's docstring)
+    files: list  # its outputs (made())
+    in_report: tuple  # (category, subcategory, what the files are about) in `snakemake --report`
+    reads: list = []  # its inputs besides its notebook and CODE: runs (run_inputs) and other jobs' tables
+    params: dict = {}  # papermill's parameters
+    notebook: str = ""  # notebooks/<notebook>.ipynb; default: the job's name
+    made: bool = True  # whether this profile makes it (a target of `rule all` and an input of the index)
+
+
+def made(name, *files):
+    """The outputs of job ``name``: each of ``files`` in its folder ("X.csv" or "X.jsonl" a table, "X.png" a figure
+    alone, a bare stem a figure as PNG and PDF), then its executed notebook."""
+    out = []
+    for f in files:
+        stem, ext = os.path.splitext(f)
+        out += ([f"{RES}/{f}"] if ext in (".csv", ".jsonl") else [f"{FIG}/{f}"] if ext else
+                [f"{FIG}/{f}.png", f"{FIG}/{f}.pdf"])
+    return out + [f"{NB}/{name}.ipynb"]
+
+
+def object_runs(*names):
+    """The runs of the paper objects ``names`` that a job reads (run_inputs: with train=false, those on disk)."""
+    return run_inputs([p for o in names for p in profile_run_paths(OBJECTS[o], PROFILE)])

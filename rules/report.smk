@@ -8,23 +8,7 @@ rule index:
     results the top-level README cites (``readme: true``: the cpu profile), it also rewrites the generated blocks of
     the README and docs/ (python -m workflow readme)."""
     input:
-        deps(
-            [f"{RES}/{name}.csv" for name in OBJECTS],
-            f"{RES}/table6.csv",
-            f"{RES}/table7.csv",
-            f"{RES}/theorem11_mc.csv",
-            f"{RES}/audit_canary.csv",
-            f"{RES}/audit_subspace.csv",
-            f"{RES}/audit_first_layer.csv",
-            f"{RES}/audit_control.csv",
-            BN_TARGETS[:1],
-            ONE_RUN_TARGETS[:1],
-            f"{RES}/width_effect.csv",
-            f"{RES}/headline_cells.csv",
-            f"{RES}/privacy_cost.csv",
-            f"{RES}/table7_high_orders.csv",
-            CODE,
-        ),
+        deps(TABLES, CODE),
     output:
         report_outputs([f"{RES}/README.md"], "index", INDEX, "Index", "every object"),
     log:

@@ -29,7 +29,7 @@ from workflow.report import OBJECT_NOTEBOOK
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 PROFILES = ("paper", "cpu", "quick", "smoke", "gpu")
-RULE_FILES = ("common", "train", "objects", "theory", "audit", "report")
+RULE_FILES = ("common", "train", "notebooks", "report")
 
 
 def snakemake(*args, cwd=REPO, data=None, check=True):

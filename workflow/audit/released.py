@@ -12,7 +12,7 @@ from pathlib import Path
 from dirdp.audit import membership
 from dirdp.run_result import weights_path
 
-# the audit of the released models (rules/audit.smk): this many of a run's training records against as many test
+# the audit of the released models (rules/notebooks.smk): this many of a run's training records against as many test
 # records (its records are made, and read back, at this n)
 RELEASED_MODELS_N = 10_000
 
