@@ -41,6 +41,12 @@ STATUSES = {"no_paper_value": "no value printed in the paper", "not_comparable":
             "no_spread": "no spread printed", "cited": "cited by the paper; not run here"}
 
 
+# the audit's tables (results/<profile>/audit_*.csv)
+ADJACENCIES = {"add": "add/remove", "replace": "replace one"}
+PRECISIONS = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
+MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception"}
+
+
 def blank(value) -> bool:
     """An empty CSV cell (None or NaN)."""
     return value is None or (isinstance(value, float) and math.isnan(value))
@@ -48,6 +54,37 @@ def blank(value) -> bool:
 
 def dataset(key: str) -> str:
     return DATASETS.get(key, key)
+
+
+def flag(v) -> bool:
+    """A CSV's boolean cell (True/False, or the strings pandas leaves when a column mixes types); missing: False."""
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes")
+    return False if blank(v) else bool(v)
+
+
+def model(label: str) -> str:
+    """An audited model as the tables name it: "inception w=1 (BatchNorm)" -> "Inception"."""
+    name = label.split(" (")[0]
+    return MODELS.get(name, name)
+
+
+def exact(v) -> str:
+    """An exact bound as the tables print it: "unbounded" for inf, "-" where the audit computes none."""
+    v = float(v)
+    return "unbounded" if math.isinf(v) else ("-" if math.isnan(v) else f"{v:.1f}")
+
+
+def claim(v: float) -> str:
+    """A claimed eps: "none (no finite claim)" where a neighbouring relation has no finite claim."""
+    return "none (no finite claim)" if not math.isfinite(v) else f"{v:.2f}"
+
+
+# Named cell formats of the block declarations (workflow.report.markdown.columns): "{adjacency:adjacency}" prints the
+# field through its label, as "{q:.5f}" prints it through Python's format.
+FORMATS = {"adjacency": ADJACENCIES.__getitem__, "method": methods.audit_label, "model": model, "exact": exact,
+           "claim": claim, "eps": fmt_eps, "dataset": dataset, "precision": lambda v: PRECISIONS.get(v, v),
+           "conv_bias": lambda v: "yes (footnote 2)" if flag(v) else "no", "min": lambda s: f"{s / 60:.0f} min"}
 
 
 def verdict(key, n) -> str | None:

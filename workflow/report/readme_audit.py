@@ -6,15 +6,19 @@ faces the claim for its own adjacency: :mod:`workflow.audit.claims`)."""
 from __future__ import annotations
 
 import math
+from typing import Callable
 
 import pandas as pd
 
 from dirdp import methods
 from dirdp.protocol import fmt_eps
-from workflow.report.markdown import table
+from workflow.report.labels import ADJACENCIES as ADJ
+from workflow.report.labels import exact as _exact
+from workflow.report.labels import flag as _flag
+from workflow.report.labels import model as _model
+from workflow.report.markdown import columns, table
 
 METHOD = methods.audit_label  # a row's method as the audit's tables name it ("non-private" stays itself)
-ADJ = {"add": "add/remove", "replace": "replace one"}
 
 
 def _dirichlet(method: str) -> bool:
@@ -22,12 +26,13 @@ def _dirichlet(method: str) -> bool:
     return getattr(methods.SPECS.get(method), "audit", None) == methods.DIRICHLET
 
 
-def _eps(v: float, digits: int = 2) -> str:
-    return "none (no finite claim)" if not math.isfinite(v) else f"{v:.{digits}f}"
-
-
 def _bold_if(lb: float, claim: float) -> str:
     return f"**{lb:.2f}**" if math.isfinite(claim) and lb > claim else f"{lb:.2f}"
+
+
+def bound(lower: str, claim: str) -> Callable[[dict], str]:
+    """A column's cell: the row's eps lower bound, in bold where it exceeds the row's (finite) claim."""
+    return lambda r: _bold_if(r[lower], r[claim])
 
 
 def reconstruction(src) -> str:
@@ -75,11 +80,11 @@ def membership(src) -> str:
     """The old controlled experiment (targets trained on 1,000 records): a smoke check, since its private targets
     did not learn (the test-accuracy column)."""
     m = src.csv("audit_membership")
-    rows = [[METHOD(r.method), fmt_eps(r.claimed_eps), f"{r.n_members:,.0f}", f"{r.test_accuracy:.1f}",
-             f"{r.auc:.3f}", "smoke check: the target did not learn" if r.test_accuracy < 90 else "smoke check"]
-            for r in m.itertuples()]
-    return table(["method", "claimed eps", "members", "test accuracy (%)", "AUC (float32 loss, ties 1/2)", "role"],
-                  rows)
+    return columns(m.assign(role=["smoke check: the target did not learn" if a < 90 else "smoke check"
+                                  for a in m.test_accuracy]),
+                   [("method", "{method:method}"), ("claimed eps", "{claimed_eps:eps}"), ("members", "{n_members:,.0f}"),
+                    ("test accuracy (%)", "{test_accuracy:.1f}"), ("AUC (float32 loss, ties 1/2)", "{auc:.3f}"),
+                    ("role", "{role}")])
 
 
 def membership_learned(src) -> str:
@@ -92,16 +97,14 @@ def membership_learned(src) -> str:
     rel["seed"] = [_run_named(src, run, "audit_released_models")["seed"] for run in rel.run]
     rel["dataset"] = rel.data.str.split(":").str[0]
     rel = rel.sort_values(["dataset", "claimed_eps", "method", "model", "seed"], kind="stable")
-    rows = [[r.dataset, r.model, METHOD(r.method), fmt_eps(r.claimed_eps), r.seed,
-             f"{r.test_accuracy:.2f}", f"{r.n_members:,.0f} / {r.n_non_members:,.0f}", f"{r.auc:.3f}",
-             f"{r.null_auc:.3f}",
-             f"{r.auc_minus_null:+.3f} [{r.auc_minus_null_ci_low:+.3f}, {r.auc_minus_null_ci_high:+.3f}]",
-             f"{r.auc_allowed_by_claim:.3f}",
-             f"{r['tpr_at_fpr_0.01']:.2%}", f"{r.loss_auc:.3f}", f"{r.loss_tied_records:,.0f}"]
-            for _, r in rel.iterrows()]
-    return table(["data", "model", "method", "claimed eps", "seed", "test accuracy (%)", "members / non-members",
-                   "AUC", "null AUC", "AUC - null [95% CI]", "AUC the claim allows", "TPR at 1% FPR",
-                   "loss AUC (float32, ties 1/2)", "records tied in the loss"], rows)
+    return columns(rel, [
+        ("data", "{dataset}"), ("model", "{model}"), ("method", "{method:method}"), ("claimed eps", "{claimed_eps:eps}"),
+        ("seed", "{seed}"), ("test accuracy (%)", "{test_accuracy:.2f}"),
+        ("members / non-members", "{n_members:,.0f} / {n_non_members:,.0f}"), ("AUC", "{auc:.3f}"),
+        ("null AUC", "{null_auc:.3f}"),
+        ("AUC - null [95% CI]", "{auc_minus_null:+.3f} [{auc_minus_null_ci_low:+.3f}, {auc_minus_null_ci_high:+.3f}]"),
+        ("AUC the claim allows", "{auc_allowed_by_claim:.3f}"), ("TPR at 1% FPR", lambda r: f"{r['tpr_at_fpr_0.01']:.2%}"),
+        ("loss AUC (float32, ties 1/2)", "{loss_auc:.3f}"), ("records tied in the loss", "{loss_tied_records:,.0f}")])
 
 
 def subspace(src) -> str:
@@ -109,24 +112,19 @@ def subspace(src) -> str:
     if "matched_claim_eps" not in t.columns:
         raise ValueError(f"results/{src.profile}/audit_subspace.csv has no matched_claim_eps column: rerun the "
                          "notebook audit_subspace for this profile.")
-    rows = [[r.setting, _model(r.model), METHOD(r.method), ADJ[r.adjacency], r.adversary_sees,
-             f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})", f"{r.trials_per_world:,.0f}",
-             _bold_if(r.eps_lower_bound, r.matched_claim_eps), f"{r.ceiling:.2f}", r.verdict, f"{r.res0_max:.1e}",
-             f"{r.res1_median:.1e}", f"{r.wall_time_s / 60:.0f} min"] for r in t.itertuples()]
+    rows = columns(t, [
+        ("setting", "{setting}"), ("model", "{model:model}"), ("method", "{method:method}"),
+        ("adjacency", "{adjacency:adjacency}"), ("the adversary sees", "{adversary_sees}"),
+        ("claim for this adjacency", "{matched_claim_eps:claim} ({matched_claim_by})"),
+        ("trials per world", "{trials_per_world:,.0f}"), ("eps lower bound (95%)", bound("eps_lower_bound", "matched_claim_eps")),
+        ("most these trials can show", "{ceiling:.2f}"), ("verdict", "{verdict}"),
+        ("residual, world 0 (max)", "{res0_max:.1e}"), ("residual, world 1 (median)", "{res1_median:.1e}"),
+        ("time (setting)", "{wall_time_s:min}")])
     counts = (t.assign(alg=t.method.map(METHOD), adj=t.adjacency.map(ADJ))
               .groupby(["alg", "adversary_sees", "adj", "verdict"], sort=False).size().reset_index(name="rows"))
-    return (table(["setting", "model", "method", "adjacency", "the adversary sees", "claim for this adjacency",
-                    "trials per world", "eps lower bound (95%)", "most these trials can show", "verdict",
-                    "residual, world 0 (max)", "residual, world 1 (median)", "time (setting)"], rows)
-            + "\n\nVerdicts, counted:\n\n"
+    return (rows + "\n\nVerdicts, counted:\n\n"
             + table(["method", "the adversary sees", "adjacency", "verdict", "rows"],
                      [[r.alg, r.adversary_sees, r.adj, r.verdict, r.rows] for r in counts.itertuples()]))
-
-
-def _model(label: str) -> str:
-    name = label.split(" (")[0]
-    return {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception"}.get(
-        name, name)
 
 
 def batchnorm(src) -> str:
@@ -135,27 +133,31 @@ def batchnorm(src) -> str:
         raise ValueError(f"results/{src.profile}/audit_batchnorm.csv has the old columns: rerun the notebook "
                          "audit_batchnorm for this profile.")
     infl = t[t.measure.str.startswith("influence")]
-    a = table(["model", "Poisson batches (one random replacement each)", "batch size (median)",
-                "largest logit change of another record (max over batches)",
-                "median over batches of each batch's largest change", "median over batches of each batch's median",
-                "others' summed Renyi divergence: largest measured", "its median", "Lemma 9 eps_M for the one record"],
-               [[r.model, f"{r.trials:.0f}", f"{r.batch_median:.0f}", f"{r.max_logit_change:.3g}",
-                 f"{r.median_batch_max_logit_change:.3g}", f"{r.median_batch_median_logit_change:.3g}",
-                 f"{r.value:.2g}", f"{r.others_rdp_median:.2g}", f"{r.reference:.3g}"] for r in infl.itertuples()])
+    a = columns(infl, [
+        ("model", "{model}"), ("Poisson batches (one random replacement each)", "{trials:.0f}"),
+        ("batch size (median)", "{batch_median:.0f}"),
+        ("largest logit change of another record (max over batches)", "{max_logit_change:.3g}"),
+        ("median over batches of each batch's largest change", "{median_batch_max_logit_change:.3g}"),
+        ("median over batches of each batch's median", "{median_batch_median_logit_change:.3g}"),
+        ("others' summed Renyi divergence: largest measured", "{value:.2g}"), ("its median", "{others_rdp_median:.2g}"),
+        ("Lemma 9 eps_M for the one record", "{reference:.3g}")])
     stats = t[t.measure.str.startswith("running statistics")]
-    exact = stats["exact_bound"] if "exact_bound" in stats else pd.Series(math.nan, index=stats.index)
-    b = table(["test", "adjacency", "trials per world", "claim for this adjacency", "eps lower bound (95%)",
-                "most these trials can show", "exact bound", "verdict"],
-               [[r.measure, ADJ[r.adjacency], f"{r.trials:.0f}", f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})",
-                 _bold_if(r.value, r.matched_claim_eps), f"{r.ceiling:.2f}", _exact(x), r.verdict]
-                for r, x in zip(stats.itertuples(), exact)])
-    mia = t[t.measure.str.startswith("last-batch")]
-    acc = t[t.measure == "test accuracy"]
-    c = table(["measure", "model", "value", "statistic", "TPR at 1% FPR", "records"],
-               [[r.measure, r.model, f"{r.value:.3f}" if r.statistic == "AUC" else f"{r.value:.2f}", r.statistic,
-                 f"{r.tpr_at_fpr_0_01:.1%}" if isinstance(r.tpr_at_fpr_0_01, float) and math.isfinite(r.tpr_at_fpr_0_01)
-                 else "-", f"{r.members:,.0f}" if isinstance(r.members, float) and math.isfinite(r.members) else "-"]
-                for r in pd.concat([mia, acc]).itertuples()])
+    if "exact_bound" not in stats:
+        stats = stats.assign(exact_bound=math.nan)
+    b = columns(stats, [
+        ("test", "{measure}"), ("adjacency", "{adjacency:adjacency}"), ("trials per world", "{trials:.0f}"),
+        ("claim for this adjacency", "{matched_claim_eps:claim} ({matched_claim_by})"),
+        ("eps lower bound (95%)", bound("value", "matched_claim_eps")), ("most these trials can show", "{ceiling:.2f}"),
+        ("exact bound", "{exact_bound:exact}"), ("verdict", "{verdict}")])
+
+    def finite(fmt):
+        return lambda v: format(v, fmt) if isinstance(v, float) and math.isfinite(v) else "-"
+
+    c = columns(pd.concat([t[t.measure.str.startswith("last-batch")], t[t.measure == "test accuracy"]]), [
+        ("measure", "{measure}"), ("model", "{model}"),
+        ("value", lambda r: f"{r['value']:.3f}" if r["statistic"] == "AUC" else f"{r['value']:.2f}"),
+        ("statistic", "{statistic}"), ("TPR at 1% FPR", lambda r: finite(".1%")(r["tpr_at_fpr_0_01"])),
+        ("records", lambda r: finite(",.0f")(r["members"]))])
     return a + "\n\n" + b + "\n\n" + c
 
 
@@ -173,38 +175,20 @@ def _run_named(src, path: str, table: str) -> dict:
     return found[0]
 
 
-def _exact(v) -> str:
-    """An exact bound as the tables print it: "unbounded" for inf, "-" where the audit computes none."""
-    v = float(v)
-    return "unbounded" if math.isinf(v) else ("-" if math.isnan(v) else f"{v:.1f}")
-
-
-PRECISION = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
-CONV_BIAS = {True: "yes (footnote 2)", False: "no"}
-
-
-def _flag(v) -> bool:
-    """A CSV's boolean cell (True/False, or the strings pandas leaves when a column mixes types); missing: False."""
-    if isinstance(v, str):
-        return v.strip().lower() in ("true", "1", "yes")
-    return False if v is None or (isinstance(v, float) and math.isnan(v)) else bool(v)
-
-
 def first_layer(src) -> str:
     """The exact final-model test on the paper's Inception (results/<profile>/audit_first_layer.csv): one row per
     setting (width, precision, conv bias), neighbouring relation and statistic. A CSV written before the
     ``conv_bias`` column (every convolution bias-free) reads as conv_bias False."""
     t = src.csv("audit_first_layer").copy()
     t["conv_bias"] = t["conv_bias"].map(_flag) if "conv_bias" in t.columns else False
-    return table(["model", "precision", "conv bias", "q", "T", "adjacency", "the adversary says D when",
-                   "trials per world", "D' trials that moved (FP)", "D trials that did not (FN)",
-                   "eps lower bound (95%)", "most these trials can show", "exact bound", "claim for this adjacency",
-                   "canary sampled (median)", "P(canary never sampled) = (1 - q)^T", "CPU time", "verdict (trials)",
-                   "verdict (exact)"],
-                  [[_model(r.model), PRECISION.get(r.precision, r.precision), CONV_BIAS[r.conv_bias], f"{r.q:.5f}",
-                    f"{r.T:,.0f}", ADJ[r.adjacency], r.statistic_is,
-                    f"{r.trials_per_world:.0f}", f"{r.false_positives:.0f}", f"{r.false_negatives:.0f}",
-                    _bold_if(r.eps_lower_bound, r.matched_claim_eps), f"{r.ceiling:.2f}", _exact(r.exact_bound),
-                    f"{_eps(r.matched_claim_eps)} ({r.matched_claim_by})", f"{r.canary_sampled_median:.0f}",
-                    f"{r.never_sampled_probability:.1e}", f"{r.cpu_s_total / 60:.0f} min", r.verdict, r.verdict_exact]
-                   for r in t.itertuples()])
+    return columns(t, [
+        ("model", "{model:model}"), ("precision", "{precision:precision}"), ("conv bias", "{conv_bias:conv_bias}"),
+        ("q", "{q:.5f}"), ("T", "{T:,.0f}"), ("adjacency", "{adjacency:adjacency}"),
+        ("the adversary says D when", "{statistic_is}"), ("trials per world", "{trials_per_world:.0f}"),
+        ("D' trials that moved (FP)", "{false_positives:.0f}"), ("D trials that did not (FN)", "{false_negatives:.0f}"),
+        ("eps lower bound (95%)", bound("eps_lower_bound", "matched_claim_eps")),
+        ("most these trials can show", "{ceiling:.2f}"), ("exact bound", "{exact_bound:exact}"),
+        ("claim for this adjacency", "{matched_claim_eps:claim} ({matched_claim_by})"),
+        ("canary sampled (median)", "{canary_sampled_median:.0f}"),
+        ("P(canary never sampled) = (1 - q)^T", "{never_sampled_probability:.1e}"), ("CPU time", "{cpu_s_total:min}"),
+        ("verdict (trials)", "{verdict}"), ("verdict (exact)", "{verdict_exact}")])

@@ -10,7 +10,7 @@ import pandas as pd
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from workflow.report.labels import DATASETS as NAMES
-from workflow.report.markdown import table
+from workflow.report.markdown import columns, table
 
 
 class ReadmeError(ValueError):
@@ -36,14 +36,13 @@ def width_effect(src) -> str:
     if "dataset" not in t:  # a table made before the MNIST panel: FashionMNIST alone
         t["dataset"] = "fashionmnist"
     t = t.assign(order=t.dataset != "fashionmnist").sort_values(["order", "dataset", "eps", "width", "precision"])
-    rows = []
-    for row in t.itertuples():
-        paper = "—" if pd.isna(row.paper_full_width) else (
-            f"{row.paper_full_width:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}"))
-        rows.append([NAMES.get(row.dataset, row.dataset), fmt_eps(row.eps),
-                     f"{row.width:g}x{', bf16' if row.precision == 'bf16' else ''}", acc(row.mean, row.std, int(row.n)),
-                     paper, f"{row.diff_to_paper:+.2f}"])
-    return table(["data set", "eps", "width", "test acc. ours", "paper (full width)", "ours - paper"], rows)
+    return columns(t, [
+        ("data set", "{dataset:dataset}"), ("eps", "{eps:eps}"),
+        ("width", lambda r: f"{r['width']:g}x{', bf16' if r['precision'] == 'bf16' else ''}"),
+        ("test acc. ours", lambda r: acc(r["mean"], r["std"], int(r["n"]))),
+        ("paper (full width)", lambda r: "—" if pd.isna(r["paper_full_width"]) else (
+            f"{r['paper_full_width']:.2f}" + ("" if pd.isna(r["paper_std"]) else f" ± {r['paper_std']:.2f}"))),
+        ("ours - paper", "{diff_to_paper:+.2f}")])
 
 
 def full_width_cost(src) -> str:

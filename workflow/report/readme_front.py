@@ -15,7 +15,7 @@ from dirdp.protocol import fmt_eps
 from workflow.report import headline
 from workflow.report import labels
 from workflow.report.compare import PAPER_SEEDS
-from workflow.report.markdown import table
+from workflow.report.markdown import columns, table
 from workflow.report.readme_campaign import NAMES, ReadmeError, acc
 
 TIMINGS = ["command", "profile", "what", "wall_s", "processor", "measured_utc", "source"]
@@ -214,12 +214,13 @@ def timings(src) -> str:
     measured yet" where the row has none), the processor, when and the source of the measurement."""
     t = src.plain_csv("timings.csv")
     _columns(t, TIMINGS, f"{src.results}/timings.csv")
-    rows = []
-    for r in t.itertuples():
-        wall = "not measured yet" if _blank(r.wall_s) else _duration(float(r.wall_s))
-        rows.append([f"`{r.command}`", "—" if _blank(r.profile) else r.profile, r.what, wall,
-                     *("—" if _blank(v) else str(v) for v in (r.processor, r.measured_utc, r.source))])
-    return table(["command", "profile", "what", "wall time", "processor", "measured (UTC)", "source"], rows)
+    def text(field):
+        return lambda r: "—" if _blank(r[field]) else str(r[field])
+
+    return columns(t, [
+        ("command", "`{command}`"), ("profile", text("profile")), ("what", "{what}"),
+        ("wall time", lambda r: "not measured yet" if _blank(r["wall_s"]) else _duration(float(r["wall_s"]))),
+        ("processor", text("processor")), ("measured (UTC)", text("measured_utc")), ("source", text("source"))])
 
 
 def precision(src) -> str:

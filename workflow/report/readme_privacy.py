@@ -9,8 +9,8 @@ from pathlib import Path
 
 from dirdp import methods
 from workflow.audit.claims import control_verdict
-from workflow.report.markdown import table
-from workflow.report.readme_audit import ADJ, METHOD, _bold_if, _exact, _flag, _model
+from workflow.report.markdown import columns, line, table
+from workflow.report.readme_audit import ADJ, METHOD, _bold_if, _exact, _flag, _model, bound
 
 # the control's verdict (workflow.audit.claims.control_verdict, from its numbers), labelled here
 CONTROL_VERDICTS = {"sound_with_power": "sound, with power: 0 < bound <= DP-SGD's own eps",
@@ -22,15 +22,15 @@ def control(src) -> str:
     """The control with power (results/<profile>/audit_control.csv): DP-SGD at the same claim, every update, the
     likelihood-ratio test, beside DP-SGD's own epsilon and the bound's ratio to it."""
     t = src.csv("audit_control")
-    return table(["method (mechanism)", "q", "T", "claim (Opacus RDP)", "DP-SGD's own eps", "statistic",
-                   "eps lower bound (95%)", "bound / own eps", "FPR / FNR (held out)", "held-out trials per world",
-                   "verdict"],
-                  [[f"{METHOD(r.method)} ({r.mechanism})", f"{r.q:.5g}", f"{r.T:,.0f}",
-                    f"{r.claimed_eps:g} ({r.certified_eps:.4f})", f"{r.mechanism_eps:.3f} ({r.mechanism_eps_by})",
-                    "likelihood ratio, every update", f"{r.eps_lower_bound:.2f}",
-                    f"{r.eps_lower_bound / r.mechanism_eps:.2f}", f"{r.fpr:.3g} / {r.fnr:.3g}",
-                    f"{r.held_out_per_world:,.0f}", CONTROL_VERDICTS[control_verdict(r.eps_lower_bound, r.mechanism_eps)]]
-                   for r in t.itertuples()])
+    return columns(t.assign(verdict=[CONTROL_VERDICTS[control_verdict(lb, own)]
+                                     for lb, own in zip(t.eps_lower_bound, t.mechanism_eps)],
+                            ratio=t.eps_lower_bound / t.mechanism_eps), [
+        ("method (mechanism)", "{method:method} ({mechanism})"), ("q", "{q:.5g}"), ("T", "{T:,.0f}"),
+        ("claim (Opacus RDP)", "{claimed_eps:g} ({certified_eps:.4f})"),
+        ("DP-SGD's own eps", "{mechanism_eps:.3f} ({mechanism_eps_by})"),
+        ("statistic", lambda r: "likelihood ratio, every update"), ("eps lower bound (95%)", "{eps_lower_bound:.2f}"),
+        ("bound / own eps", "{ratio:.2f}"), ("FPR / FNR (held out)", "{fpr:.3g} / {fnr:.3g}"),
+        ("held-out trials per world", "{held_out_per_world:,.0f}"), ("verdict", "{verdict}")])
 
 
 ONE_RUN_VERDICTS = {"claim_violated": "claim violated", "no_violation_found": "no violation found",
@@ -51,20 +51,18 @@ def one_run(src) -> str:
     t = src.csv("audit_one_run")
     done = t[t.verdict != "not_run_yet"]
     done = done[done.best.astype(str).str.lower() == "true"]
-    rows = []
-    for r in done.itertuples():
-        rows.append([f"{METHOD(r.method)}", _model_name(r.model, r.model_label), f"{r.q:.5f}", f"{r.T:,.0f}",
-                     f"{r.canaries:,.0f} ({r.canaries_included:,.0f} trained on)", SCORES[r.score],
-                     f"{r.claimed_eps:.2f} ({r.claim_by})", f"{r.own_eps:.2f}", f"{r.k:,.0f}",
-                     f"{r.correct:,.0f} of {r.guesses:,.0f}", _bold_if(r.eps_lower_bound, r.claimed_eps),
-                     f"{r.most_these_guesses_can_show:.2f}", f"{r.score_auc:.3f}", f"{r.test_accuracy:.2f}",
-                     ONE_RUN_VERDICTS[r.verdict]])
-    for r in t[t.verdict == "not_run_yet"].itertuples():
-        rows.append(["-", Path(r.run).stem, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-",
-                     ONE_RUN_VERDICTS[r.verdict]])
-    return table(["method", "model", "q", "T", "canaries", "score", "claim, add/remove (accountant)", "its own eps",
-                   "guesses k (best of the grid)", "correct", "eps lower bound (95%, the grid's)",
-                   "most k correct guesses can show", "AUC of the score", "test accuracy (%)", "verdict"], rows)
+    done = done.assign(model=[_model_name(m, lab) for m, lab in zip(done.model, done.model_label)],
+                       score=done.score.map(SCORES), verdict=done.verdict.map(ONE_RUN_VERDICTS))
+    head = ["method", "model", "q", "T", "canaries", "score", "claim, add/remove (accountant)", "its own eps",
+            "guesses k (best of the grid)", "correct", "eps lower bound (95%, the grid's)",
+            "most k correct guesses can show", "AUC of the score", "test accuracy (%)", "verdict"]
+    text = columns(done, list(zip(head, [
+        "{method:method}", "{model}", "{q:.5f}", "{T:,.0f}", "{canaries:,.0f} ({canaries_included:,.0f} trained on)",
+        "{score}", "{claimed_eps:.2f} ({claim_by})", "{own_eps:.2f}", "{k:,.0f}", "{correct:,.0f} of {guesses:,.0f}",
+        bound("eps_lower_bound", "claimed_eps"), "{most_these_guesses_can_show:.2f}", "{score_auc:.3f}",
+        "{test_accuracy:.2f}", "{verdict}"])))
+    return text + "".join("\n" + line(["-", Path(r).stem, *["-"] * 12, ONE_RUN_VERDICTS["not_run_yet"]])
+                          for r in t[t.verdict == "not_run_yet"].run)
 
 
 def privacy(src) -> str:

@@ -21,7 +21,7 @@ from dirdp import methods
 from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
 from workflow.report import labels
-from workflow.report.markdown import table
+from workflow.report.markdown import columns, table
 from workflow.report.readme_campaign import NAMES, ReadmeError, acc
 
 TABLES = {"mnist": "table2_mnist", "fashionmnist": "table4_fashionmnist"}
@@ -99,23 +99,22 @@ def table7(src: Sources) -> str:
     t = src.csv("table7")
     over = t[t.paper_rstar.notna() & (t.eps_at_paper_rstar > t.eps)]
     shown = pd.concat([over, t[t.status == "infeasible"]]).sort_values(["dataset", "eps"])
-    return table(["data set", "eps", "r* (Eq. 1, ours)", "eps certified by ours", "r* printed",
-                  "eps certified by the printed r*", "status"],
-                 [[NAMES[r.dataset], fmt_eps(r.eps), _num(r.rstar, ".6f"), _num(r.certified_eps, ".4f"),
-                   _num(r.paper_rstar, ".3f"), _num(r.eps_at_paper_rstar, ".4f"), labels.rstar_status(r)]
-                  for r in shown.itertuples()])
+    return columns(shown.assign(status=[labels.rstar_status(r) for r in shown.itertuples()]), [
+        ("data set", "{dataset:dataset}"), ("eps", "{eps:eps}"), ("r* (Eq. 1, ours)", lambda r: _num(r["rstar"], ".6f")),
+        ("eps certified by ours", lambda r: _num(r["certified_eps"], ".4f")),
+        ("r* printed", lambda r: _num(r["paper_rstar"], ".3f")),
+        ("eps certified by the printed r*", lambda r: _num(r["eps_at_paper_rstar"], ".4f")), ("status", "{status}")])
 
 
 def table7_high_orders(src: Sources) -> str:
     """``table7_high_orders.csv``: the infeasible cells of Table 7 with RDP orders beyond the cap."""
-    t = src.csv("table7_high_orders")
-    return table(["data set", "eps", "floor (orders <= 256)", "the floor holds for order caps up to",
-                  "first order certifying", "order", "eps at r = 3e-5 there", "largest r certifying eps there",
-                  "kappa there (s_y = 0.9)", "kappa at the eps = 1 r*"],
-                 [[NAMES.get(r.dataset, r.dataset), fmt_eps(r.eps), f"{r.floor:.3f}", f"{r.floor_holds_to_order:,}",
-                   f"{r.first_order_certifying:,}", f"{r.order:,}", f"{r.eps_at_r_3e5:.3f}", f"{r.r_max_at_order:.2g}",
-                   f"{r.kappa_at_r_max:.1e}", f"{r.kappa_at_rstar_eps1:.4f} (r* = {r.rstar_eps1:.4f})"]
-                  for r in t.itertuples()])
+    return columns(src.csv("table7_high_orders"), [
+        ("data set", "{dataset:dataset}"), ("eps", "{eps:eps}"), ("floor (orders <= 256)", "{floor:.3f}"),
+        ("the floor holds for order caps up to", "{floor_holds_to_order:,}"),
+        ("first order certifying", "{first_order_certifying:,}"), ("order", "{order:,}"),
+        ("eps at r = 3e-5 there", "{eps_at_r_3e5:.3f}"), ("largest r certifying eps there", "{r_max_at_order:.2g}"),
+        ("kappa there (s_y = 0.9)", "{kappa_at_r_max:.1e}"),
+        ("kappa at the eps = 1 r*", "{kappa_at_rstar_eps1:.4f} (r* = {rstar_eps1:.4f})")])
 
 
 # --- Runs made here ------------------------------------------------------------------------------------------
