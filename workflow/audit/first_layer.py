@@ -255,12 +255,13 @@ def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[di
             # exact: world 0's statistic is identically zero (FPR = 0); P_D(S) >= 1 - (1 - q)^T > delta
             exact = math.inf if fp == 0 and 1.0 - never > m.delta else math.nan
             out.append(dict(
-                model=f"inception w={s.width:g} (BatchNorm{', conv bias' if s.conv_bias else ''})", dataset=s.dataset,
+                model=f"inception w={s.width:g} (BatchNorm{', conv bias' if s.conv_bias else ''})", width=s.width,
+                dataset=s.dataset,
                 adjacency=a, q=cfg.q, T=cfg.steps, alpha=cfg.alpha, lr=cfg.lr, rstar=noise.r,
                 precision="bf16" if s.bf16 else "fp32", conv_bias=s.conv_bias,
                 n_zero_records=s.n_zero, canary=f"{s.dataset} test image {s.canary}", paper_eps=s.eps,
                 claimed_eps=claimed, matched_claim_eps=m.eps, matched_claim_delta=m.delta, matched_claim_by=m.by,
-                statistic=name, statistic_is=what, adversary_sees="final model (theta_0 and theta_T)",
+                statistic=name, statistic_is=what, adversary_sees="final model",  # theta_0 and theta_T
                 trials_per_world=len(by_world[0]), false_positives=fp, false_negatives=fn,
                 eps_lower_bound=lb.epsilon, ceiling=ceiling, fpr_upper=lb.fpr_upper, fnr_upper=lb.fnr_upper,
                 exact_bound=exact, never_sampled_probability=never,
