@@ -16,6 +16,7 @@ from snakemake.settings.enums import RerunTrigger
 from snakemake.settings.types import DeploymentMethod
 
 from dirdp import methods
+from workflow import paper
 from workflow.experiments import OBJECTS, Profile, Run
 from workflow.missing_data import missing_data, missing_data_message, present_data
 from workflow.report import OBJECT_NOTEBOOK, labels, profile_run_paths
@@ -259,3 +260,10 @@ def made(name, *files):
 def object_runs(*names):
     """The runs of the paper objects ``names`` that a job reads (run_inputs: with train=false, those on disk)."""
     return run_inputs([p for o in names for p in profile_run_paths(OBJECTS[o], PROFILE)])
+
+
+def draws(obj):
+    """Whether paper object ``obj`` has a figure in this profile: a run here, or a value the paper prints for it
+    (workflow.report.plots.figure draws nothing else; Figure 2, whose values the paper does not print, has none
+    where it is not run)."""
+    return bool(profile_run_paths(obj, PROFILE)) or len(paper.accuracy(obj.paper_object or obj.name)) > 0

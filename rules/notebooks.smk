@@ -14,7 +14,7 @@ ONE_RUN = config.get("audit_one_run") or {}
 NOTEBOOKS = {
     **{name: Notebook(
         f"{obj.title}: the paper's table or figure from its runs, beside the paper's printed values.",
-        made(name, f"{name}.csv", obj.figures[0] if obj.figures else name),
+        made(name, f"{name}.csv", *([obj.figures[0] if obj.figures else name] if draws(obj) else [])),
         (ACCURACY, DATASET_NAMES[obj.dataset], obj.title),
         run_inputs(profile_run_paths(obj, PROFILE)),  # its runs, and those of `also_show` on disk
         {"object_name": name, **RUN_PARAMS}, OBJECT_NOTEBOOK) for name, obj in OBJECTS.items()},

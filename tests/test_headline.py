@@ -1,6 +1,7 @@
-"""The headline figure's two tables and its drawing (issue 35): the cells are the objects' own rows (paper model and
-protocol, a printed value), the audit points take the claim for each row's own adjacency where the CSV has it and
-leave out rows with no finite claim, and the figure keeps every point inside its axes and every legend outside."""
+"""The headline's tables and its figure: the cells are the objects' own rows (paper model and protocol, a printed
+value), the audit points take the claim for each row's own adjacency where the CSV has it and leave out rows with no
+finite claim; the figure draws the tests of the paper's claim and the paper's-width cells in at most 12 rows, a bound
+the trials cap as a bound, vermillion for "above the claim" alone, one run as a point alone."""
 
 import math
 import shutil
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from dirdp import provenance
-from workflow.report import headline, headline_plot, labels
+from workflow.report import headline, headline_plot, labels, style
 
 matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parents[1]
@@ -100,56 +101,6 @@ def test_the_audit_points_use_the_claim_for_the_rows_own_adjacency(tmp_path):
     assert set(sub.adversary_sees) == {"every update", "final model"}
 
 
-def _points_inside(ax) -> bool:
-    """Every point drawn in data coordinates lies within the axes' limits (up to round-off)."""
-    (x0, x1), (y0, y1) = sorted(ax.get_xlim()), sorted(ax.get_ylim())
-    ex, ey = 1e-9 * (x1 - x0), 1e-9 * (y1 - y0)
-    for line in ax.get_lines():
-        if line.get_transform() != ax.transData:  # axvline: axes coordinates in y
-            continue
-        for x, y in zip(*(pd.to_numeric(pd.Series(v), errors="coerce") for v in line.get_data())):
-            if not (x0 - ex <= x <= x1 + ex and y0 - ey <= y <= y1 + ey):
-                return False
-    return True
-
-
-def test_the_figure_keeps_points_in_their_axes_and_legends_outside(tmp_path):
-    from workflow.report.objects import COLUMNS
-
-    cells = headline.headline_cells([pd.DataFrame([_row(), _row(eps=1.0, width=0.5, n=1, std=None, ci_low=-13.1,
-                                                                 ci_high=10.0, interval="paper_spread",
-                                                                 interval_df=None, verdict="one_run")])
-                                     .reindex(columns=COLUMNS)])
-    audit = headline.audit_points(_with_matched_claims(tmp_path))
-    fig = headline_plot.draw_headline(cells, audit, title="test")
-    fig.canvas.draw()
-    left, right = fig.axes[:2]
-    assert _points_inside(left) and _points_inside(right)
-    labels = [t.get_text() for t in left.get_yticklabels()]
-    assert labels == ["FashionMNIST ε=2, 0.25x", "FashionMNIST ε=1, 0.5x"]
-    assert any("(replace)" in t.get_text() for t in right.get_yticklabels())
-    renderer = fig.canvas.get_renderer()
-    for legend in fig.legends:
-        box = legend.get_window_extent(renderer)
-        assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in (left, right))
-    empty = headline_plot.draw_headline(headline.headline_cells([]), headline.audit_points(tmp_path / "none"))
-    assert [t.get_text() for t in empty.axes[0].texts] == ["no paper cell run here yet"]
-
-
-def test_each_verdict_has_its_own_colour_and_no_width_of_ours_takes_the_papers_marker():
-    keys = ("within", "below_within", "above_within", "below", "above", "undecided", "one_run")
-    assert set(keys) == set(labels.VERDICTS)  # every verdict key has its colour
-    colours = [headline_plot.verdict_colour(v) for v in (*keys, None, float("nan"))]
-    within, below_within, above_within, below, above, undecided, one_run, none, nan = colours
-    assert len({within, below_within, below, undecided}) == 4  # four outcomes, four colours
-    assert below_within == above_within and below == above and undecided == one_run == none == nan
-    assert (within, below_within, below, undecided) == (headline_plot.WITHIN, headline_plot.SHIFTED,
-                                                        headline_plot.OUTSIDE, headline_plot.NONE)
-    # a sentence is no verdict key: the colours read keys only, never the label a reader sees
-    assert {headline_plot.verdict_colour(labels.verdict(k, 3)) for k in keys} == {headline_plot.NONE}
-    assert headline_plot.PAPER_MARKER not in {headline_plot.width_marker(w) for w in (1.0, 0.5, 0.25, 0.125)}
-
-
 def _cells():
     from workflow.report.objects import COLUMNS
 
@@ -164,44 +115,53 @@ def _cells():
     ]).reindex(columns=COLUMNS)])
 
 
-def _marker_lines(ax):
-    return [line for line in ax.get_lines() if line.get_marker() not in ("None", None, "", "|", "<", ">")]
+def test_the_headline_draws_the_tests_of_the_claim_and_the_papers_width_cells_at_most_12_rows(tmp_path):
+    fig, privacy, accuracy = headline_plot.draw_headline(_cells(), CPU)
+    assert len(privacy) + len(accuracy) <= headline_plot.MAX_ROWS == 12
+    # the exact first-layer test on the paper's Inception at 1x: one row per neighbouring relation, its claim the
+    # relation's own (1 and 2), no finite eps, the trials' bound capped by their count
+    inception = privacy[privacy.test.str.contains("the paper's Inception")]
+    assert list(inception.claim) == [1.0, 2.0] and inception.exact.map(math.isinf).all() and inception.capped.all()
+    assert inception.setting.str.contains("bf16, fp32, fp32 \\+ conv bias").all()  # its settings, weakest bound
+    control = privacy[privacy.own_eps.notna()]
+    assert len(control) == 2 and (control.lower <= control.own_eps).all() and (control.own_eps <= control.claim).all()
+    assert headline_plot.conclusion(privacy).startswith("At the paper's protocol no finite ε covers")
+    assert fig.texts[0].get_text() == headline_plot.conclusion(privacy)  # the title says it
+    # the accuracy strip: Algorithm 1 at the paper's width only
+    assert (accuracy.width == 1.0).all() and len(accuracy) == 1
+    png = style.save(fig, tmp_path, "headline")
+    from PIL import Image
+
+    assert max(Image.open(png).size) <= style.MAX_PIXELS and (tmp_path / "headline.pdf").exists()
 
 
-def test_the_legend_says_what_hollow_dashed_and_every_colour_mean():
-    fig = headline_plot.draw_headline(_cells(), headline.audit_points(CPU))
-    texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
-    assert any("hollow" in t and "bf16" in t for t in texts)
-    assert any("prediction interval" in t and "n = 1" in t for t in texts)
-    assert any("confidence interval" in t or "CI" in t for t in texts)
-    left = fig.legends[0]
-    patches = [(p.get_facecolor(), t.get_text()) for p, t in zip(left.get_patches(), left.get_texts()[-4:])]
-    assert len({c for c, _ in patches}) == 4  # one colour per verdict, each named
-    assert any("trial ceiling" in t for t in texts) and any("at 0" in t and "no" in t for t in texts)
-    # hollow markers (bf16) drawn for the bf16 row, filled for the others
-    left_ax = fig.axes[0]
-    faces = [line.get_markerfacecolor() for line in _marker_lines(left_ax) if line.get_markersize() == headline_plot.MS]
-    assert sum(f == "white" for f in faces) == 1 and len(faces) == 4
-
-
-def test_one_run_draws_its_prediction_interval_dashed_and_n_clear_of_its_marker():
-    fig = headline_plot.draw_headline(_cells(), headline.audit_points(CPU))
-    fig.canvas.draw()
+def test_a_bound_the_trials_cap_is_drawn_as_a_bound_and_vermillion_means_above_the_claim():
+    fig, privacy, _ = headline_plot.draw_headline(_cells(), CPU)
     ax = fig.axes[0]
-    styles = [coll.get_linestyle()[0] for coll in ax.collections if hasattr(coll, "get_segments")
-              and len(coll.get_segments()) == 1 and coll.get_segments()[0][0][1] == coll.get_segments()[0][1][1]]
-    dashed = [s for s in styles if s[1] is not None]
-    assert len(dashed) == 1  # the n = 1 row's interval, and none of the n = 3 rows'
-    renderer = fig.canvas.get_renderer()
-    radius = headline_plot.MS / 2 * fig.dpi / 72
-    markers = {round(float(line.get_ydata()[0]), 3): ax.transData.transform((line.get_xdata()[0], line.get_ydata()[0]))
-               for line in _marker_lines(ax) if line.get_markersize() == headline_plot.MS}
-    labels = [t for t in ax.texts if t.get_text().startswith("n=")]
-    assert len(labels) == 4
-    for t in labels:
-        x, y = markers[round(float(t.xy[1]), 3)]
-        box = t.get_window_extent(renderer)
-        assert box.x0 >= x + radius, t.get_text()  # the label starts right of the marker's edge
+    arrows = [t for t in ax.texts if t.arrow_patch is not None]
+    assert len(arrows) == privacy.capped.sum() >= 2  # one arrow per capped bound, pointing right (more is possible)
+    assert all(t.xy[0] > t.xyann[0] for t in arrows)
+    labels_ = [t.get_text() for t in ax.texts]
+    assert labels_.count("≥ 4.9") == 2 and labels_.count("no finite ε") == 2
+    points = [line for line in ax.get_lines() if line.get_marker() == "o" and len(line.get_xdata())]
+    assert len(points) == (~privacy.capped).sum()  # a point only where the trials do not cap the bound
+    for line in points:  # vermillion iff the point is above its row's claim
+        y = int(round(line.get_ydata()[0]))
+        row = privacy.iloc[len(privacy) - 1 - y]
+        assert (line.get_color() == style.VIOLATES) == (row.lower > row.claim), row.test
+    ticks = dict(zip((t.get_text() for t in ax.get_xticklabels()), ax.get_xticks()))
+    infinite = [line for line in ax.get_lines() if line.get_marker() == ">"]
+    assert len(infinite) == 2 and all(line.get_xdata()[0] == ticks["∞"] for line in infinite)
+
+
+def test_one_run_is_a_point_alone_and_a_mean_has_its_interval():
+    cells = _cells().assign(width=1.0)
+    fig, _, accuracy = headline_plot.draw_headline(cells, CPU)
+    ax = fig.axes[1]
+    bars = [line for line in ax.get_lines() if len(line.get_xdata()) == 2 and line.get_linewidth() == 3]
+    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    assert len(points) == len(accuracy) and len(bars) == int((accuracy.n >= 2).sum())
+    assert sorted(line.get_markerfacecolor() == "white" for line in points) == sorted(accuracy.n < 2)
 
 
 def _more_audit_rows(tmp_path: Path) -> Path:
@@ -223,7 +183,7 @@ def _more_audit_rows(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_bounds(tmp_path):
+def test_the_audit_points_take_any_rows_their_ceilings_and_infinite_exact_bounds(tmp_path):
     committed = headline.audit_points(CPU)
     canary = committed[committed.audit == "canary"]
     # 500 held-out trials per world cap every canary bound: the ceiling, from held_out_per_world where the CSV has
@@ -236,30 +196,6 @@ def test_the_privacy_panel_takes_any_rows_their_ceilings_and_infinite_exact_boun
     audit = headline.audit_points(_more_audit_rows(tmp_path))
     added = audit[(audit.audit == "canary") & audit.model.str.startswith("inception w=")]
     assert list(added.ceiling) == [3.5, 3.2] and added.eps_exact_bound.map(math.isinf).all()
-    rows = headline_plot.audit_rows(audit)
-    assert len(rows) == len(headline_plot.audit_rows(committed)) + 2
-    fig = headline_plot.draw_headline(_cells(), audit)
-    fig.canvas.draw()
-    right = fig.axes[1]
-    assert _points_inside(right)
-    labels = [t.get_text() for t in right.get_yticklabels()]
-    assert any("Inception 1x" in t for t in labels) and any("Inception 0.25x" in t for t in labels)
-    arrows = [line for line in right.get_lines() if line.get_marker() == ">"]
-    committed_fig = headline_plot.draw_headline(_cells(), committed)
-    committed_arrows = [line for line in committed_fig.axes[1].get_lines() if line.get_marker() == ">"]
-    # the subspace test's two rows at q = 1, the BatchNorm running statistics' row, the first-layer test's four rows
-    # (1x and 0.25x, add and replace; at 1x one row holds the three settings, bf16, fp32 and fp32 with conv biases)
-    assert len(committed_arrows) == 2 + 1 + 4
-    assert len(arrows) == len(committed_arrows) + 2  # and the two new rows'
-    assert all(line.get_xdata()[0] < right.get_xlim()[1] for line in arrows)
-    ticks = dict(zip((t.get_text() for t in right.get_xticklabels()), right.get_xticks()))
-    assert "∞" in ticks and all(line.get_xdata()[0] == ticks["∞"] for line in arrows)  # the arrows sit at "∞"
-    assert max(v for k, v in ticks.items() if k != "∞") * 1.5 < ticks["∞"]  # apart from the finite ticks
-    ceilings = {round(float(line.get_xdata()[0]), 3) for line in right.get_lines()
-                if line.get_marker() == "|" and line.get_color() == "0.6"}
-    assert {3.5, 3.2, 4.906} <= ceilings
-    texts = [t.get_text() for legend in fig.legends for t in legend.get_texts()]
-    assert any("∞" in t for t in texts)
 
 
 def _table(obj, dataset, rows):

@@ -13,12 +13,12 @@ audit CSVs; a row with no finite claim for its own neighbouring relation is left
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import pandas as pd
 
 from dirdp import methods, provenance
+from dirdp.protocol import Protocol
 from workflow.report.compare import PAPER_SEEDS, welch_from_stats
 from workflow.report.objects import paper_model
 
@@ -27,6 +27,7 @@ CELL_COLUMNS = ["object", "dataset", "method", "eps", "width", "precision", "n",
 AUDIT_COLUMNS = ["audit", "method", "model", "setting", "q", "T", "adjacency", "adversary_sees", "claimed_eps",
                  "eps_lower_bound", "eps_exact_bound", "ceiling", "source"]
 SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics
+PAPER_DELTA = Protocol.delta  # the paper's delta, 1e-5 (every central claim here)
 FULL_WIDTH = 1.0  # the paper's models: the width of the cells the findings lead with
 PAPER_CELL_COLUMNS = ["object", "dataset", "eps", "paper_mean", "paper_std"]
 PRIVACY_COST_COLUMNS = ["object", "dataset", "eps", "width", "precision", "mean_inf", "std_inf", "n_inf", "mean_eps",
@@ -158,16 +159,15 @@ def _number(col) -> pd.Series:
     return pd.to_numeric(col.where(~words, math.inf), errors="coerce")
 
 
-def _delta(guarantee) -> float:
-    """The delta of a canary row's ``guarantee`` ("central (1, 1e-05)-DP": 1e-05; "local 1-DP per record": 0)."""
-    m = re.search(r"\(\s*[^,()]+,\s*([^()]+?)\s*\)-DP", str(guarantee))
-    return float(m[1]) if m else 0.0
+def _delta(method: str) -> float:
+    """The delta of a canary row's claim: 0 for a local guarantee (LATENT's eps-LDP per record), else the paper's."""
+    return 0.0 if methods.is_local(method) else PAPER_DELTA
 
 
 def _ceiling(t: pd.DataFrame) -> pd.Series:
     """Each audit row's trial ceiling, the largest lower bound its held-out trials can certify (no error on them), in
     the rows' order: the CSV's ``ceiling`` where it has one for the row, else from its ``held_out_per_world`` (with
-    the delta of its ``guarantee``, at its ``confidence``), else NaN (not known)."""
+    the delta of its method's claim, at its ``confidence``), else NaN (not known)."""
     out = (_number(t["ceiling"]) if "ceiling" in t else pd.Series(math.nan, index=t.index)).tolist()
     if "held_out_per_world" in t:
         from dirdp.audit.stats import epsilon_lower_bound  # torch: only where a ceiling is computed
@@ -176,7 +176,7 @@ def _ceiling(t: pd.DataFrame) -> pd.Series:
             n = r["held_out_per_world"]
             if math.isnan(out[i]) and not pd.isna(n):
                 out[i] = epsilon_lower_bound(false_positives=0, n_negatives=int(n), false_negatives=0,
-                                             n_positives=int(n), delta=_delta(r.get("guarantee")),
+                                             n_positives=int(n), delta=_delta(r["method"]),
                                              confidence=float(r.get("confidence", 0.95))).epsilon
     return pd.Series(out, dtype=float)
 
@@ -227,8 +227,7 @@ def audit_points(results: str | Path) -> pd.DataFrame:
         model = t.model + (", " + t.precision if "precision" in t else "")  # each setting apart (bf16, fp32, bias)
         parts.append(pd.DataFrame(dict(audit="first layer", method=methods.ALG1, model=model,
                                        setting=[f"q = {q:.3g}, T = {int(n):,}" for q, n in zip(t.q, t["T"])], q=t.q,
-                                       T=t["T"], adjacency=t.adjacency, adversary_sees=t.adversary_sees.map(
-                                           lambda v: "final model" if str(v).startswith("final model") else v),
+                                       T=t["T"], adjacency=t.adjacency, adversary_sees=t.adversary_sees,
                                        claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
                                        eps_exact_bound=_number(t.exact_bound), ceiling=_ceiling(t).values,
                                        source=path.name)))

@@ -1,306 +1,220 @@
-"""The headline figure from :mod:`workflow.report.headline`'s two tables: left, every paper cell run here as ours - paper
-with its 95% interval; right, each audited model's claimed epsilon against its audited lower bound. Sized to be read
-at 800 px wide: short labels, legends below the panels (never over a point), every encoding in a legend.
+"""The headline figure (figures/<profile>/headline.png): the paper's privacy claim against what the audits show at
+the paper's protocol, and beside it the paper's-width accuracy cells.
 
-Left: the marker's shape is the model width (ours; the paper's value is a small grey diamond, a shape no width
-uses), a hollow marker a bf16 run, the colour the verdict (:func:`verdict_colour`: four colours for four outcomes),
-a solid interval a confidence interval (n >= 2 seeds) and a dashed one one run's prediction interval from the
-paper's spread. Right: any number of audit rows (:func:`audit_rows`), each with its claim, its lower bounds (marker:
-what the adversary sees; red above the claim, grey otherwise, grey at 0 where the test found nothing), its exact
-bound (an arrow off the axis where it is infinite) and its trial ceiling (a grey bar: the most its held-out trials
-can certify) where the table has one.
-"""
+Left, one labelled row per test (:func:`privacy_rows`, from the typed columns of the audit CSVs): the claim (a black
+bar), the exact bound where the audit computes one (at the axis' break to infinity when no finite eps holds), the
+95% lower bound from the trials, drawn as a bound ("at least 4.9", an arrow) where the trial count caps it, and for
+DP-SGD its own eps. Vermillion means "above its claim" and nothing else. Right, Algorithm 1's cells at the paper's
+width (:func:`accuracy_rows`): ours - paper with its 95% interval for a mean over n >= 2 seeds, one run as a point
+alone. The title says what the rows show, from the same rows (:func:`conclusion`). Every audited row of the profile
+is in ``headline_audit.csv`` and docs/audit.md; every cell in ``headline_cells.csv`` and the README."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
-from dirdp import methods
-from workflow.report import labels
-from workflow.report.compare import LEVEL, MARGIN, PAPER_SPREAD_ONLY
+from dirdp import methods, provenance
+from dirdp.protocol import fmt_eps
+from workflow.report import labels, style
 
-WIDTH_MARKER = {1.0: "o", 0.5: "s", 0.25: "^"}  # ours, by model width (any other width: "v")
-OTHER_WIDTH = "v"
-PAPER_MARKER = "d"  # the paper's value (grey): a shape no width of ours uses
-SEES_MARKER = {"every update": "o", "final model": "s", "one release": "D"}  # the audited lower bound, by adversary
-AUDIT_NAMES = {"canary": "canary", "subspace": "subspace test, white box", "batchnorm": "BatchNorm running stats",
-               "one run": "one-run audit, real training"}
-# the verdict's colours (Okabe-Ito, told apart with colour-blind eyes too): one per outcome of the interval
-WITHIN, SHIFTED, OUTSIDE, NONE = "#009E73", "#0072B2", "#D55E00", "0.55"
-RED = "#D55E00"  # the right panel: a lower bound above the claim
-ZERO_AT = 0.15  # the right panel's log axis: where a lower bound of 0 (no bound found) sits
-INF_GAP = 2.0  # an infinite exact bound: its arrow (and the tick "∞") this factor right of the finite values' room,
-INF_INSET = 1.3  # and this factor inside the axis' right end, pointing off it
-PAPERS_ADJACENCY = ("add", "add/replace", "replace/add")  # add/remove (Definition 2), or both alike: not named
-GAP = 0.9  # rows of space between two audits (their name sits in it)
-FONT = 10
-MS = 8  # the left panel's marker size (points)
+PAPER_WIDTH = 1.0
+INF_X = 60.0  # where an infinite bound is drawn, past the break
+BREAK_X = 30.0  # the axis' finite part ends here
+ZERO_X = 0.03  # a lower bound of 0 (nothing found) sits at the left edge
+CAPPED = 1e-6  # a lower bound within this of its trial ceiling is capped by the trial count
+PRIVACY_COLUMNS = ["test", "setting", "claim", "lower", "capped", "exact", "own_eps"]
+MAX_ROWS = 12  # both panels together
 
 
-def verdict_colour(verdict) -> str:
-    """A verdict key's colour: the interval within the margin and containing 0 (:data:`WITHIN`, green); within the
-    margin but excluding 0, below_within/above_within (:data:`SHIFTED`, blue); excluding 0 and reaching beyond the
-    margin (:data:`OUTSIDE`, orange-red); undecided, one run's (no verdict) or none (:data:`NONE`, grey)."""
-    if verdict == "within":
-        return WITHIN
-    if verdict in ("below_within", "above_within"):
-        return SHIFTED
-    return OUTSIDE if verdict in ("below", "above") else NONE
+def _read(results: Path, name: str) -> pd.DataFrame | None:
+    path = Path(results) / f"{name}.csv"
+    return provenance.read_csv(path)[0] if path.exists() else None
 
 
-def width_marker(width: float) -> str:
-    return WIDTH_MARKER.get(width, OTHER_WIDTH)
+def first_layer_rows(fl: pd.DataFrame, *, each_setting: bool = False) -> pd.DataFrame:
+    """The exact first-layer test (``audit_first_layer.csv``), each setting with its own statistic (either; with a
+    conv bias the weights' alone, the bias moving without data): at the paper's width one row per neighbouring
+    relation, its bounds the weakest over the settings; or, ``each_setting``, one row per width, precision, conv bias
+    and relation."""
+    own = fl[(fl.statistic == "either") | (fl.conv_bias.map(labels.flag) & (fl.statistic == "first_conv"))]
+    if not each_setting:
+        own = own[own.width == PAPER_WIDTH]
+    keys = ["width", "precision", "conv_bias", "adjacency"] if each_setting else ["adjacency"]
+    rows = []
+    for _, g in own.groupby(keys, sort=False):
+        r = g.iloc[0]
+        settings = ", ".join(dict.fromkeys(f"{p}{' + conv bias' if labels.flag(b) else ''}"
+                                           for p, b in zip(g.precision, g.conv_bias)))
+        model = "the paper's Inception" if r.width == PAPER_WIDTH else f"Inception {r.width:g}x"
+        rows.append(dict(test=f"Algorithm 1, {model}: final model, {labels.ADJACENCIES[r.adjacency]}",
+                         setting=f"exact test; q = {r.q:.2g}, T = {r['T']:,.0f}; {settings}",
+                         claim=g.matched_claim_eps.max(), lower=g.eps_lower_bound.min(),
+                         capped=bool((g.eps_lower_bound >= g.ceiling - CAPPED).all()), exact=g.exact_bound.min(),
+                         own_eps=math.nan))
+    return pd.DataFrame(rows, columns=PRIVACY_COLUMNS)
 
 
-def _width_name(width: float) -> str:
-    return "1x width (the paper's)" if width == 1 else f"{width:g}x width"
+def control_rows(control: pd.DataFrame) -> pd.DataFrame:
+    """The DP-SGD control with power (``audit_control.csv``): each setting beside DP-SGD's own eps."""
+    return pd.DataFrame([dict(test="control: DP-SGD, every update, add/remove",
+                              setting=f"likelihood-ratio test; q = {r.q:.2g}, T = {r.T:,.0f}", claim=r.claimed_eps,
+                              lower=r.eps_lower_bound, capped=False, exact=math.nan, own_eps=r.mechanism_eps)
+                         for r in control.itertuples()], columns=PRIVACY_COLUMNS)
 
 
-def _cell_label(r) -> str:
-    eps = "inf" if math.isinf(r.eps) else f"{r.eps:g}"
-    method = "" if methods.is_ours(r.method) else f" {methods.short(r.method)}"
-    bf16 = ", bf16" if r.precision == "bf16" else ""
-    return f"{labels.dataset(r.dataset)} ε={eps}{method}, {r.width:g}x{bf16}"
+def privacy_rows(results: str | Path) -> pd.DataFrame:
+    """The tests that decide the paper's claim, at most one row each (columns :data:`PRIVACY_COLUMNS`):
+
+    - the exact first-layer test on the paper's Inception at the paper's width, final model, one row per neighbouring
+      relation (:func:`first_layer_rows`);
+    - Algorithm 1 seen at every update (``audit_subspace.csv``: add/remove at the paper's q, the longest run);
+    - the one-run audit of a real training (``audit_one_run.csv``: Algorithm 1's best score at its best k);
+    - the DP-SGD control with power, each setting (:func:`control_rows`), beside DP-SGD's own eps."""
+    parts = []
+    fl = _read(results, "audit_first_layer")
+    if fl is not None:
+        parts.append(first_layer_rows(fl))
+    rows = []
+    sub = _read(results, "audit_subspace")
+    if sub is not None:
+        every = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == "every update") & (sub.q < 1)
+                    & (sub.adjacency == "add")].sort_values("T", ascending=False)
+        for r in every.head(1).itertuples():
+            rows.append(dict(test=f"Algorithm 1, {labels.model(r.model)}: every update, add/remove",
+                             setting=f"subspace test; q = {r.q:.2g}, T = {r.T:,.0f}", claim=r.matched_claim_eps,
+                             lower=r.eps_lower_bound, capped=r.eps_lower_bound >= r.ceiling - CAPPED,
+                             exact=r.exact_bound, own_eps=math.nan))
+    one = _read(results, "audit_one_run")
+    if one is not None:
+        done = one[(one.verdict != "not_run_yet") & one.best.map(labels.flag) & (one.method == methods.ALG1)]
+        for r in done.sort_values("eps_lower_bound", ascending=False).head(1).itertuples():
+            rows.append(dict(test=f"Algorithm 1, {labels.model(r.model)}: final model, add/remove",
+                             setting=f"one-run audit of a real training; {r.canaries:,.0f} canaries, "
+                                     f"{r.score.replace('_', ' ')}", claim=r.claimed_eps, lower=r.eps_lower_bound,
+                             capped=r.eps_lower_bound >= r.most_these_guesses_can_show - CAPPED, exact=math.nan,
+                             own_eps=math.nan))
+    parts.append(pd.DataFrame(rows, columns=PRIVACY_COLUMNS))
+    control = _read(results, "audit_control")
+    if control is not None:
+        parts.append(control_rows(control))
+    return pd.concat([p for p in parts if len(p)] or [pd.DataFrame(columns=PRIVACY_COLUMNS)], ignore_index=True)
 
 
-def _cells_xlim(cells: pd.DataFrame) -> tuple[float, float]:
-    """The left panel's x range: every point, std bar and paper spread with room around, and the margin band; an
-    interval may run past it (arrowheads), so that one wide interval does not flatten the rest."""
-    if not len(cells):
-        return -3.0, 3.0
-    std = cells.ours_std.fillna(0)
-    lo = min((cells["diff"] - std).min(), (-cells.paper_std).min(), -MARGIN)
-    hi = max((cells["diff"] + std).max(), cells.paper_std.max(), MARGIN)
-    pad = 0.25 * (hi - lo) + 0.5
-    return lo - pad, hi + pad
+def accuracy_rows(cells: pd.DataFrame) -> pd.DataFrame:
+    """Algorithm 1's cells at the paper's width (``headline_cells.csv``), MNIST first, by eps."""
+    t = cells[(cells.width == PAPER_WIDTH) & (cells.method == methods.label(methods.ALG1)) & cells["diff"].notna()]
+    return t.assign(order=t.dataset != "mnist").sort_values(["order", "eps"]).drop(columns="order")
 
 
-def draw_cells(ax, cells: pd.DataFrame) -> None:
-    """One row per cell, ours - paper in accuracy points: the paper at 0 +- its std (small grey diamond, above the
-    row), ours (marker by width; hollow: bf16) +- our std over seeds (thick) and the 95% interval of the difference
-    (thin, capped: solid for a confidence interval, dashed for one run's prediction interval; an arrowhead where it
-    runs past the axis, :func:`_cells_xlim`), coloured by the verdict; n right of everything drawn on the row."""
-    xlim = _cells_xlim(cells)
-    ax.axvspan(-MARGIN, MARGIN, color=WITHIN, alpha=0.08, lw=0)
-    ax.axvline(0, color="0.3", lw=0.8)
-    ys = list(range(len(cells)))[::-1]
-    for y, r in zip(ys, cells.itertuples()):
-        if not pd.isna(r.paper_std):
-            ax.errorbar(0, y + 0.3, xerr=r.paper_std, fmt=PAPER_MARKER, mfc="0.45", mec="0.45", ecolor="0.45", ms=5,
-                        capsize=2, lw=1.0)
-        colour = verdict_colour(r.verdict)
-        right, past = r.diff, False  # the rightmost thing drawn on the row (data), and whether it is the axis edge
-        if not pd.isna(r.ci_low):  # an end beyond the axis: drawn to the edge, with an arrowhead there
-            lo, hi = max(r.ci_low, xlim[0]), min(r.ci_high, xlim[1])
-            bars = ax.errorbar(r.diff, y, xerr=[[r.diff - lo], [hi - r.diff]], fmt="none", ecolor=colour, capsize=3,
-                               lw=1.2)
-            if r.interval == PAPER_SPREAD_ONLY:  # one run: the paper's spread only, a prediction interval
-                for line in bars.lines[2]:
-                    line.set_linestyle((0, (3, 2)))
-            for end, edge, arrow in ((r.ci_low, xlim[0], "<"), (r.ci_high, xlim[1], ">")):
-                if end != max(min(end, xlim[1]), xlim[0]):
-                    ax.plot(edge, y, arrow, color=colour, ms=6, clip_on=False)
-            right, past = max(right, hi), r.ci_high > xlim[1]
-        if not pd.isna(r.ours_std):
-            ax.plot([r.diff - r.ours_std, r.diff + r.ours_std], [y, y], color=colour, lw=5, alpha=0.4,
-                    solid_capstyle="butt")
-            right = max(right, r.diff + r.ours_std)
-        ax.plot(r.diff, y, width_marker(r.width), color=colour, ms=MS, mew=1.6,
-                mfc=colour if r.precision != "bf16" else "white", zorder=3)
-        # n beside the row, clear of the marker (half its size) or the arrowhead, whichever is rightmost
-        gap = 6 + (4 if past else MS / 2 if right - r.diff < 0.02 * (xlim[1] - xlim[0]) else 2)
-        ax.annotate(f"n={r.n}", (right, y), xytext=(gap, 0), textcoords="offset points", va="center", ha="left",
-                    fontsize=FONT - 1, color="0.2", annotation_clip=False)
-    ax.set_yticks(ys, [_cell_label(r) for r in cells.itertuples()], fontsize=FONT)
-    ax.set_ylim(-0.7, max(len(cells), 1) - 0.2)
-    ax.set_xlabel("ours − paper (accuracy points)", fontsize=FONT)
-    ax.tick_params(axis="x", labelsize=FONT)
-    ax.set_title("Accuracy: ours − paper", fontsize=FONT + 1.5, loc="left")
-    ax.set_xlim(*xlim)
-    if not len(cells):
-        ax.text(0.5, 0.5, "no paper cell run here yet", transform=ax.transAxes, ha="center")
+def conclusion(privacy: pd.DataFrame) -> str:
+    """What the privacy rows show, in one sentence (the figure's title)."""
+    alg1 = privacy[privacy.test.str.startswith(methods.label(methods.ALG1))]
+    over = alg1[(alg1.exact > alg1.claim) | (alg1.lower > alg1.claim)]
+    control = privacy[privacy.own_eps.notna()]
+    parts = []
+    if len(over):
+        parts.append("no finite ε covers Algorithm 1's trained model" if over.exact.map(math.isinf).any()
+                     else "Algorithm 1's bounds exceed its claim")
+    elif len(alg1):
+        parts.append("no audit here finds Algorithm 1 above its claim")
+    if len(control):
+        parts.append("the DP-SGD control stays under its own ε" if (control.lower <= control.own_eps).all()
+                     else "the DP-SGD control exceeds its own ε: the audit is wrong")
+    return ("At the paper's protocol " + " while ".join(parts) + ".") if parts else "No audit here yet."
 
 
-def _model(model: str) -> str:
-    for key, short in (("softmax regression", "softmax reg."), ("LATENT layer", "LATENT layer"),
-                       ("papernot_cnn", "CNN"), ("at initialisation", "Inception 0.25x, init.")):
-        if key in model:
-            return short
-    if model.startswith("inception w="):
-        return f"Inception {model.removeprefix('inception w=').split(' ')[0]}x"
-    return model[:24]
+def _x(v: float) -> float:
+    return INF_X if math.isinf(v) else max(v, ZERO_X)
 
 
-def _setting(r) -> str:
-    if r.setting == "one release":
-        return "one release"
-    return "1 step, q=1" if r.q >= 1 and r.T == 1 else f"q={r.q:.2g}, T={int(r.T):,}"
-
-
-def audit_rows(audit: pd.DataFrame) -> list[dict]:
-    """The right panel's rows: one per audit, method, model, setting, adjacency and claim, however many the table
-    has, each with its points (adversary, lower bound, exact bound, trial ceiling: NaN where unknown, the column
-    absent too); rows alike but for their setting merged ("n settings"). Each row has a ``label`` and the ``group``
-    it is drawn in (the audit, and its model where it audited one)."""
-    rows = {}
-    ceilings = audit["ceiling"] if "ceiling" in audit else pd.Series(math.nan, index=audit.index)
-    for r, ceiling in zip(audit.itertuples(), ceilings):
-        key = (r.audit, r.method, _model(r.model), _setting(r), r.adjacency, r.claimed_eps)
-        rows.setdefault(key, []).append((r.adversary_sees, float(r.eps_lower_bound), float(r.eps_exact_bound),
-                                         float(ceiling)))
-    merged = {}
-    for (audit_, method, model, setting, adjacency, claim), points in rows.items():
-        key = (audit_, method, model, adjacency, claim, tuple(sorted(map(str, points))))
-        merged.setdefault(key, dict(audit=audit_, method=method, model=model, settings=[], adjacency=adjacency,
-                                    claim=claim, points=points))["settings"].append(setting)
-    out = list(merged.values())
-    for row in out:  # the adjacency is named unless it is the paper's (add/remove) or both gave the same row
-        setting = row["settings"][0] if len(row["settings"]) == 1 else f"{len(row['settings'])} settings"
-        models = {r["model"] for r in out if r["audit"] == row["audit"] and not methods.is_local(r["method"])}
-        row["group"] = AUDIT_NAMES.get(row["audit"], row["audit"]) + (f": {row['model']}" if len(models) == 1 else "")
-        shown = "" if len(models) == 1 or methods.is_local(row["method"]) else f"{row['model']}, "
-        row["label"] = (f"{methods.short(row['method'])}, {shown}{setting}"
-                        + ("" if row["adjacency"] in PAPERS_ADJACENCY else f" ({row['adjacency']})"))
-    return out
-
-
-def _audit_x(rows: list[dict]) -> tuple[float, float | None]:
-    """The right panel's log axis: its right end (room beyond every finite value drawn, at least 10) and, where some
-    exact bound is infinite, where its arrow and the tick "∞" sit (further right, apart from the finite ticks)."""
-    finite = [v for row in rows for v in [row["claim"], *(x for p in row["points"] for x in p[1:])]
-              if isinstance(v, float) and math.isfinite(v)]
-    right = max([10.0, *finite]) * 1.8
-    if not any(math.isinf(e) for row in rows for _, _, e, _ in row["points"]):
-        return right, None
-    return right * INF_GAP * INF_INSET, right * INF_GAP
-
-
-def draw_audit(ax, audit: pd.DataFrame) -> None:
-    """One row per audited model and setting (:func:`audit_rows`, any number): the claimed eps (black bar), the 95%
-    lower bound (marker by what the adversary sees; red where it exceeds the claim, with a red line from the claim;
-    grey otherwise, at "0" where the test found no bound), the trial ceiling (a light grey bar: the most the row's
-    held-out trials can certify) and the exact bound (hollow red circle; a red arrow pointing off the axis' right end,
-    at a tick "∞", where it is infinite), on a log axis with 0 at its left end; the audits apart, each named."""
-    rows = audit_rows(audit)
-    xmax, inf_at = _audit_x(rows)
-
-    def x(v: float) -> float:
-        return (inf_at or xmax) if math.isinf(v) else max(v, ZERO_AT)
-
-    y, ys, last = 0.0, [], None
-    for row in rows[::-1]:  # bottom up; each audit named above its rows, a line between two
-        if last is not None and row["group"] != last:
-            ax.axhline(y - 0.5 + GAP / 2, color="0.75", lw=0.8)
-            ax.text(0.99, y - 0.5 + GAP / 2, last, transform=ax.get_yaxis_transform(), ha="right", va="bottom",
-                    fontsize=FONT - 1.5, color="0.35", style="italic")
-            y += GAP
-        ys.append(y)
-        last = row["group"]
-        y += 1
-    if last:
-        ax.text(0.99, y - 0.5, last, transform=ax.get_yaxis_transform(), ha="right", va="bottom",
-                fontsize=FONT - 1.5, color="0.35", style="italic")
-    ys = ys[::-1]
-    for y, row in zip(ys, rows):
-        claim, points = row["claim"], row["points"]
-        ax.plot(x(claim), y, "|", color="black", ms=13, mew=2.5, zorder=3)
-        for exact in {e for _, _, e, _ in points if not math.isnan(e)}:  # the mechanism's, whoever looks
-            if math.isinf(exact):  # no finite eps: an arrow pointing off the axis' right end
-                ax.plot(inf_at, y, ">", mfc="none", mec=RED, ms=9, mew=1.6, zorder=4)
-            else:
-                ax.plot(exact, y, "o", mfc="none", mec=RED, ms=8, mew=1.4)
-        for ceiling in {c for _, _, _, c in points if not math.isnan(c)}:  # the most these trials can certify,
-            ax.plot(x(ceiling), y, "|", color="0.6", ms=18, mew=4, alpha=0.6, zorder=2)  # taller than the markers
-        for k, (sees, lb, _, _) in enumerate(points):  # one marker per adversary, side by side vertically
-            dy = 0.0 if len(points) == 1 else 0.3 * (k - (len(points) - 1) / 2)
-            above = lb > claim
-            if above:
-                ax.plot([claim, x(lb)], [y + dy, y + dy], color=RED, lw=2, alpha=0.35)
-            ax.plot(x(lb), y + dy, SEES_MARKER.get(sees, "^"), color=RED if above else "0.45", ms=6, zorder=4)
-    ax.set_yticks(ys, [row["label"] for row in rows], fontsize=FONT)
+def _draw_privacy(ax, rows: pd.DataFrame) -> None:
+    y = range(len(rows))[::-1]
+    for yi, r in zip(y, rows.itertuples()):
+        above = r.lower > r.claim
+        colour = style.VIOLATES if above else style.BLUE
+        if not math.isnan(r.exact):  # the exact bound: the main marker
+            exact_colour = style.VIOLATES if r.exact > r.claim else style.BLUE
+            ax.plot(_x(r.exact), yi, ">" if math.isinf(r.exact) else "s", ms=11, color=exact_colour, zorder=4)
+            ax.annotate("no finite ε" if math.isinf(r.exact) else f"exact {r.exact:.1f}", (_x(r.exact), yi),
+                        xytext=(0, 9), textcoords="offset points", ha="center", fontsize=10, color=exact_colour)
+        if r.capped:  # a bound the trial count caps: at least this much, maybe more
+            ax.annotate("", xy=(r.lower * 1.6, yi), xytext=(r.lower, yi),
+                        arrowprops=dict(arrowstyle="-|>", color=colour, lw=2), zorder=3)
+            ax.annotate(f"≥ {r.lower:.1f}", (r.lower, yi), xytext=(0, -16), textcoords="offset points", ha="left",
+                        fontsize=10, color=colour)
+        else:
+            ax.plot(_x(r.lower), yi, "o", ms=9, color=colour, zorder=4)
+            ax.annotate(f"{r.lower:.2f}", (_x(r.lower), yi), xytext=(0, -16), textcoords="offset points",
+                        ha="center", fontsize=10, color=colour)
+        if not math.isnan(r.own_eps):
+            ax.plot(r.own_eps, yi, "D", ms=8, mfc="white", mec=style.BLACK, mew=1.5, zorder=4)
+        ax.plot(r.claim, yi, "|", ms=22, mew=3, color=style.BLACK, zorder=5)
     ax.set_xscale("log")
-    ticks = [t for t in (1, 2, 5, 10, 20, 50, 100, 1000) if t < (inf_at / INF_GAP if inf_at else xmax) / 1.3]
-    ax.set_xticks([ZERO_AT, *ticks, *([inf_at] if inf_at else [])],
-                  ["0", *(f"{t:g}" for t in ticks), *(["∞"] if inf_at else [])], fontsize=FONT)
-    ax.minorticks_off()
-    ax.set_xlim(ZERO_AT / 1.5, xmax)
-    ax.set_ylim(-0.7, (max(ys) if ys else 0) + 1.0)
-    ax.set_xlabel("epsilon (delta = 1e-5)", fontsize=FONT)
-    ax.set_title("Privacy: claim against audit", fontsize=FONT + 1.5, loc="left")
-    if not rows:
-        ax.text(0.5, 0.5, "no audit results yet", transform=ax.transAxes, ha="center")
+    ax.set_xlim(ZERO_X / 1.3, INF_X * 1.5)
+    ticks = [t for t in (0.1, 0.3, 1, 3, 10) if t < BREAK_X]
+    ax.set_xticks([ZERO_X, *ticks, INF_X], ["0", *(f"{t:g}" for t in ticks), "∞"])
+    ax.axvspan(BREAK_X, BREAK_X * 1.25, color="white", zorder=2)  # the break
+    ax.text(BREAK_X * 1.12, -0.9, "//", ha="center", va="center", fontsize=12)
+    ax.set_ylim(-0.9, len(rows) - 0.4)
+    ax.set_yticks(list(y), [f"{r.test}\n{r.setting}" for r in rows.itertuples()], fontsize=11)
+    ax.grid(axis="y", visible=False)
+    ax.set_xlabel("ε (δ = 1e-5)")
+    handles = [ax.plot([], [], "|", ms=14, mew=3, color=style.BLACK)[0],
+               ax.plot([], [], "o", ms=8, color=style.BLUE)[0], ax.plot([], [], "o", ms=8, color=style.VIOLATES)[0],
+               ax.plot([], [], "D", ms=7, mfc="white", mec=style.BLACK)[0]]
+    ax.legend(handles, ["claimed ε", "95% lower bound (arrow: capped by the trials)", "above the claim",
+                        "DP-SGD's own ε"], loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
 
 
-def _cells_legend(cells: pd.DataFrame) -> list:
-    """The left panel's legend: the paper's marker, ours by width, hollow = bf16, the two kinds of interval, the std
-    bar and the four verdict colours."""
-    from matplotlib.lines import Line2D
-    from matplotlib.patches import Patch
-
-    widths = sorted(set(cells.width), reverse=True) if len(cells) else []
-    level = f"{LEVEL:.0%}"
-    handles = [Line2D([], [], marker=PAPER_MARKER, mfc="0.45", mec="0.45", color="0.45", ms=5,
-                      label="paper ± std (5 seeds), at 0")]
-    handles += [Line2D([], [], marker=width_marker(w), color="0.3", mfc="0.3", ls="none", ms=7,
-                       label=f"ours, {_width_name(w)}") for w in widths]
-    handles += [Line2D([], [], marker="o", color="0.3", mfc="white", mew=1.5, ls="none", ms=7,
-                       label="hollow: bf16 (filled: fp32)"),
-                Line2D([], [], color="0.3", lw=5, alpha=0.4, label="ours ± std over seeds"),
-                Line2D([], [], color="0.3", lw=1.2, marker="|", ms=6,
-                       label=f"{level} CI (n ≥ 2 seeds, Welch)"),
-                Line2D([], [], color="0.3", lw=1.2, ls=(0, (3, 2)), marker="|", ms=6,
-                       label=f"{level} prediction interval (n = 1)"),
-                Patch(color=WITHIN, label=f"within ±{MARGIN:g} point, contains 0"),
-                Patch(color=SHIFTED, label=f"within ±{MARGIN:g} point, excludes 0"),
-                Patch(color=OUTSIDE, label=f"excludes 0, not within ±{MARGIN:g}"),
-                Patch(color=NONE, label="no verdict (undecided, n = 1, no std)")]
-    return handles
+def _draw_accuracy(ax, cells: pd.DataFrame) -> None:
+    y = range(len(cells))[::-1]
+    ax.axvspan(-1, 1, color=style.GREEN, alpha=0.12, lw=0)
+    ax.axvline(0, color=style.GREY, lw=1)
+    colours = {"within": style.GREEN, "below": style.ORANGE, "above": style.ORANGE}
+    for yi, r in zip(y, cells.itertuples()):
+        colour = colours.get(r.verdict, style.GREY)
+        if r.n >= 2 and not labels.blank(r.ci_low):
+            ax.plot([r.ci_low, r.ci_high], [yi, yi], color=colour, lw=3, solid_capstyle="butt")
+        ax.plot(r.diff, yi, "o", ms=9, color=colour, mfc=colour if r.n >= 2 else "white", mew=2)
+        ax.annotate(f"n = {int(r.n)}", (1, yi), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                    textcoords="offset points", va="center", fontsize=10)
+    ax.set_yticks(list(y), [f"{labels.dataset(r.dataset)}, ε = {fmt_eps(float(r.eps))}" for r in cells.itertuples()])
+    lim = max([3.0, *cells["diff"].abs().tolist(), *cells.ci_low.abs().dropna().tolist(),
+               *cells.ci_high.abs().dropna().tolist()]) * 1.1
+    ax.set_xlim(-lim, lim)
+    ax.set_ylim(-0.9, max(len(cells), 1) - 0.4)
+    ax.set_xlabel("ours − paper (points)")
+    ax.set_title("Accuracy, paper's width", loc="left")
+    ax.text(0, -0.14, "green: within ±1 point; orange: outside\ngrey: undecided; hollow: one run", transform=ax.transAxes,
+            va="top", fontsize=10)
 
 
-def _audit_legend(audit: pd.DataFrame) -> list:
-    """The right panel's legend: the claim, the lower bound by adversary, what red and grey (and grey at 0) mean,
-    the exact bound (finite, infinite), the trial ceiling; an entry only for what the panel draws."""
-    from matplotlib.lines import Line2D
-
-    sees = set(audit.adversary_sees) if len(audit) else set()
-    exact = pd.to_numeric(audit.eps_exact_bound, errors="coerce") if len(audit) else pd.Series(dtype=float)
-    ceilings = audit["ceiling"].notna().any() if "ceiling" in audit and len(audit) else False
-    handles = [Line2D([], [], marker="|", color="black", ls="none", ms=11, mew=2.5, label="claimed ε")]
-    handles += [Line2D([], [], marker=SEES_MARKER[s], color="0.45", ls="none", ms=6,
-                       label=f"{LEVEL:.0%} lower bound, sees {s}")
-                for s in SEES_MARKER if s in sees]
-    handles += [Line2D([], [], marker="s", color=RED, ls="-", lw=2, ms=6, alpha=0.8,
-                       label="red: above the claim (violated)"),
-                Line2D([], [], marker="s", color="0.45", ls="none", ms=6,
-                       label="grey: not above; at 0: none found")]
-    if ceilings:
-        handles.append(Line2D([], [], marker="|", color="0.6", alpha=0.6, ls="none", ms=11, mew=4,
-                              label="trial ceiling (most the trials can show)"))
-    if exact.map(lambda v: math.isfinite(v)).any():
-        handles.append(Line2D([], [], marker="o", mfc="none", mec=RED, ls="none", ms=7, mew=1.4,
-                              label="exact bound of the mechanism"))
-    if exact.map(lambda v: math.isinf(v)).any():
-        handles.append(Line2D([], [], marker=">", mfc="none", mec=RED, ls="none", ms=8, mew=1.4,
-                              label="exact bound ∞ (no finite ε)"))
-    return handles
-
-
-def draw_headline(cells: pd.DataFrame, audit: pd.DataFrame, *, title: str = ""):
-    """The headline figure: :func:`draw_cells` left, :func:`draw_audit` right, each legend below its panel."""
+def rows_figure(rows: pd.DataFrame, title: str):
+    """A figure of privacy rows alone (:func:`privacy_rows`' columns), as the headline's left panel draws them."""
     import matplotlib.pyplot as plt
 
-    n_rows = max(len(cells), len(audit_rows(audit)) + 2, 5)
-    height = 3.2 + 0.3 * n_rows
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, height), layout="constrained",
-                                      gridspec_kw=dict(width_ratios=[0.8, 1]))
-    draw_cells(left, cells)
-    draw_audit(right, audit)
-    legend = dict(ncol=2, fontsize=FONT - 1.5, frameon=False, handletextpad=0.5, columnspacing=1.2,
-                  handlelength=1.8)
-    fig.legend(loc="outside lower left", handles=_cells_legend(cells), **legend)
-    fig.legend(loc="outside lower right", handles=_audit_legend(audit), **legend)
-    if title:
-        fig.suptitle(title, fontsize=FONT - 1, x=0.01, ha="left", color="0.35")
+    style.use()
+    fig, ax = plt.subplots(figsize=(8, 0.62 * max(len(rows), 3) + 2.0))
+    _draw_privacy(ax, rows.reset_index(drop=True))
+    ax.set_title(title, loc="left")
     return fig
+
+
+def draw_headline(cells: pd.DataFrame, results: str | Path):
+    """The figure, and the rows it draws (privacy, accuracy): at most :data:`MAX_ROWS` together."""
+    import matplotlib.pyplot as plt
+
+    style.use()
+    privacy, accuracy = privacy_rows(results), accuracy_rows(cells)
+    if len(privacy) + len(accuracy) > MAX_ROWS:
+        raise ValueError(f"{len(privacy)} privacy and {len(accuracy)} accuracy rows: more than {MAX_ROWS} to show")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 0.62 * max(len(privacy), len(accuracy), 3) + 2.4),
+                                  gridspec_kw=dict(width_ratios=[2.3, 1], wspace=0.55))
+    _draw_privacy(ax, privacy)
+    ax.set_title("Claimed against audited ε at the paper's protocol", loc="left")
+    _draw_accuracy(ax2, accuracy)
+    fig.suptitle(conclusion(privacy), fontsize=style.FONT + 1)
+    return fig, privacy, accuracy

@@ -44,7 +44,8 @@ STATUSES = {"no_paper_value": "no value printed in the paper", "not_comparable":
 # the audit's tables (results/<profile>/audit_*.csv)
 ADJACENCIES = {"add": "add/remove", "replace": "replace one"}
 PRECISIONS = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
-MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception"}
+MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception",
+          "papernot_cnn": "tanh CNN", "inception": "Inception"}
 
 
 def blank(value) -> bool:

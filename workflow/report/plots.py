@@ -14,19 +14,20 @@ import pandas as pd
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from workflow.experiments import PaperObject
+from workflow.report import labels
 
 WIDTH_STYLE = ["o-", "s-", "^-", "D-"]  # ours (always solid): the widest width run, the next, ...; the paper: dashed
 DODGE = 1.03  # ours: each line's points drawn at x times DODGE**k (k centred on 0), so that none hides another
-METHOD_COLOR = {**{methods.label(m): i for i, m in enumerate(methods.NAMES)},  # tab10 indices: the methods run here,
+METHOD_COLOR = {**{methods.label(m): i for i, m in enumerate(methods.NAMES)},  # style.PALETTE: the methods run here,
                 "DPNAS": 4, "Gaussian penultimate layer": 5, "Equivariant DP-SGD": 6}  # then the paper's others
 INF_AT = 1.6  # eps = inf is drawn at this multiple of the largest finite eps
 
 
 def set_style() -> None:
-    """The seaborn theme of every figure of the paper's objects."""
-    import seaborn as sns
+    """The one style of every figure (:func:`workflow.report.style.use`)."""
+    from workflow.report import style
 
-    sns.set_theme(style="whitegrid", context="notebook")
+    style.use()
 
 
 def eps_x(eps: pd.Series, finite_max: float) -> pd.Series:
@@ -63,21 +64,24 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
     colour per method in every figure. The legend sits outside the axes (``legend``: "right" or "below"; None:
     none), so it covers no point. With x = "eps" the axis is log-scaled with inf drawn right of the largest finite
     eps; any other x axis (log-scaled, as q) is the caller's to scale and label."""
-    import seaborn as sns
+    from workflow.report import style
 
     finite = [e for e in table.eps.dropna() if math.isfinite(e)] or [1.0]
     xmax = max(finite + [e for e in table.eps_reported.dropna() if math.isfinite(e)])
-    palette = sns.color_palette("tab10")
+    palette = style.PALETTE
     shown = list(dict.fromkeys(table.method))
     slots = [(m, key) for m in shown for key in _lines(table[(table.method == m) & (table.origin == "here")])]
     for i, m in enumerate(shown):
-        color = palette[METHOD_COLOR.get(m, 5 + i) % 10]
+        color = palette[METHOD_COLOR.get(m, 5 + i) % len(palette)]
         paper_rows = table[(table.method == m) & table.paper.notna() & (table.origin != "cited")]
         if len(paper_rows):
             p = paper_rows.sort_values(x)
-            px = eps_x(p.eps, xmax) if x == "eps" else p[x]
-            ax.plot(px, p.paper, "--", color=color, label=f"{m} (paper)")
-            ax.fill_between(px, p.paper - p.paper_std.fillna(0), p.paper + p.paper_std.fillna(0), color=color, alpha=0.15)
+            for k, part in enumerate(_apart(p, x)):  # the non-private value is not joined to the private ones
+                px = eps_x(part.eps, xmax) if x == "eps" else part[x]
+                ax.plot(px, part.paper, "--" if len(part) > 1 else "d", color=color, mfc="none",
+                        label=f"{m} (paper)" if k == 0 else None)
+                ax.fill_between(px, part.paper - part.paper_std.fillna(0), part.paper + part.paper_std.fillna(0),
+                                color=color, alpha=0.15)
         ours = _with_keys(table[(table.method == m) & (table.origin == "here")])
         widths = sorted(ours.width.dropna().unique(), reverse=True)
         for j, (w, norm, prec) in enumerate(_lines(ours)):  # one line per width, norm and precision, all solid
@@ -89,8 +93,12 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
             gn += ", bf16" if prec == "bf16" else ""
             what = ("; eps is local DP per record" if methods.is_local(m) else
                     gn if len(widths) == 1 and w == 1.0 else f", {'full' if w == 1.0 else format(w, 'g') + 'x'} width{gn}")
-            ax.errorbar(ox, at["mean"], yerr=at["std"].fillna(0).astype(float), fmt=WIDTH_STYLE[min(j, 3)],
-                        color=color, capsize=3, alpha=1.0 if j == 0 else 0.8, label=f"{m} (run here{what})")
+            for k, part in enumerate(_apart(at, x)):  # the non-private value is not joined to the private ones
+                px = ox[part.index]
+                ax.errorbar(px, part["mean"], yerr=part["std"].fillna(0).astype(float),
+                            fmt=WIDTH_STYLE[min(j, 3)] if len(part) > 1 else WIDTH_STYLE[min(j, 3)][0],
+                            color=color, capsize=3, alpha=1.0 if j == 0 else 0.8,
+                            label=f"{m} (run here{what})" if k == 0 else None)
         cited = table[(table.method == m) & (table.origin == "cited")]
         for c in cited.itertuples():
             e = c.eps_reported if not pd.isna(c.eps_reported) else c.eps
@@ -103,13 +111,22 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
         ticks = sorted(set(finite)) + ([xmax * INF_AT] if table.eps.map(math.isinf).any() else [])
         ax.set_xticks(ticks, [fmt_eps(t) for t in sorted(set(finite))] + (["inf"] if len(ticks) > len(set(finite)) else []))
         ax.minorticks_off()
-        ax.set_xlabel("epsilon (delta = 1e-5)")
+        ax.set_xlabel("ε (δ = 1e-5)")
     ax.set_ylabel(f"{obj.metric} accuracy (%)")
-    ax.set_title(f"{obj.title}: {obj.dataset}" + (f"\n{title_note}" if title_note else ""), fontsize=10)
+    ax.set_title(f"{obj.title}: {labels.dataset(obj.dataset)}" + (f"\n{title_note}" if title_note else ""),
+                 loc="left")
     if legend == "right":
-        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     elif legend == "below":
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0, ncol=2)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), borderaxespad=0.0, ncol=2)
+
+
+def _apart(rows: pd.DataFrame, x: str) -> list[pd.DataFrame]:
+    """``rows`` as the parts a line may join: on the eps axis the private values, then the non-private one apart."""
+    if x != "eps":
+        return [rows]
+    inf = rows.eps.map(math.isinf)
+    return [part for part in (rows[~inf], rows[inf]) if len(part)]
 
 
 def _with_keys(ours: pd.DataFrame) -> pd.DataFrame:
@@ -129,14 +146,21 @@ def _lines(ours: pd.DataFrame) -> list[tuple]:
 def figure(obj: PaperObject, table: pd.DataFrame, *, title_note: str = ""):
     """The figure of a paper object: one panel of accuracy against what it varies, ours beside the paper's
     (:func:`draw_accuracy`): eps, or for Table 9 the sampling rate q (log axis, every q of the table labelled); for
-    Figure 2 the two panels of :func:`_lr_figure`."""
+    Figure 2 the two panels of :func:`_lr_figure`. Where nothing is run here its title says the paper's values are
+    all it shows and why; where there is nothing to draw at all (no run, no printed value): None, no figure."""
     import matplotlib.pyplot as plt
 
     set_style()
+    here = table.origin == "here"
+    if not here.any():
+        if table.paper.isna().all():
+            return None
+        why = table.why[table.status == "not_run"].dropna()
+        title_note = "the paper's values (no run here" + (f": {why.iloc[0]})" if len(why) else ")")
     if obj.axis == "lr":
         return _lr_figure(obj, table, title_note)
-    fig, ax = plt.subplots(figsize=(9.6, 4.2))
-    draw_accuracy(ax, obj, table, title_note, x=obj.axis)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    draw_accuracy(ax, obj, table, title_note, x=obj.axis, legend="below")
     if obj.axis == "q":
         ax.set_xscale("log")
         ax.set_xticks(obj.q_grid, [f"{q:g}" for q in obj.q_grid])  # every q of the table labelled

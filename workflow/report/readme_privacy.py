@@ -73,7 +73,7 @@ def privacy(src) -> str:
     rows = []
     fl = src.csv("audit_first_layer").copy()
     fl["conv_bias"] = fl["conv_bias"].map(_flag) if "conv_bias" in fl.columns else False
-    own = fl[fl.model.str.startswith("inception w=1 ")
+    own = fl[(fl.width == 1.0)
              & ((fl.statistic == "either") | (fl.conv_bias & (fl.statistic == "first_conv")))]
     for r in own.itertuples():
         rows.append(["exact first-layer test (D' = one record zero at the input)",

@@ -82,30 +82,37 @@ def check_profile(prof, t: pd.DataFrame) -> str:
 
 def draw(ax, t: pd.DataFrame, *, steps: int) -> None:
     """One bench on ``ax``: a bar per variant (median s/step, a dot per timed step), Algorithm 1 blue, DP-SGD orange,
-    the fastest DP-SGD hatched; the dotted line at Algorithm 1's step and the dashed one at :data:`WITHIN` times it
-    (the decision); each bar labelled with its ratio and the hours of ``steps`` such steps; a failed variant named
-    with its error in place of a bar."""
+    the fastest DP-SGD hatched; the dotted line at Algorithm 1's step, the paper's ratio (Section 4.2.5: DP-SGD's
+    epoch over Algorithm 1's, :mod:`workflow.paper`) dash-dotted, and the dashed one at :data:`WITHIN` times it (the
+    decision); each bar labelled with its ratio and the hours of ``steps`` such steps; a failed variant named with
+    its error in place of a bar."""
+    from workflow import paper
+    from workflow.report import style
+
     t = t.reset_index(drop=True)
     ref = float(t[(t.family == ALG1) & (t.over_algorithm1 == 1.0)].median_s.iloc[0])
     y = range(len(t))[::-1]  # the bench's order, top down
     for yi, r in zip(y, t.itertuples()):
-        color = "tab:blue" if r.family == ALG1 else "tab:orange"
+        color = style.BLUE if r.family == ALG1 else style.ORANGE
         if r.error:
-            ax.text(ref * 0.05, yi, f"did not run: {r.error[:60]}", va="center", fontsize=7, color="tab:red")
+            ax.text(ref * 0.05, yi, f"did not run: {r.error[:60]}", va="center", fontsize=10, color=style.GREY)
             continue
         ax.barh(yi, r.median_s, color=color, alpha=0.85, hatch="//" if r.fastest_dpsgd else None,
                 edgecolor="black" if r.fastest_dpsgd else color)
         times = [float(s) for s in r.times_s.split(";") if s]
         ax.scatter(times, [yi] * len(times), color="black", s=8, zorder=3)
         ax.annotate(f"{r.over_algorithm1:.2f}x, {r.run_hours:.1f} h", (max(times + [r.median_s]), yi),
-                    textcoords="offset points", xytext=(5, 0), va="center", fontsize=8)
-    ax.axvline(ref, color="tab:blue", ls=":", lw=1.2, label="Algorithm 1's step (1x)")
-    ax.axvline(WITHIN * ref, color="tab:red", ls="--", lw=1.2,
-               label=f"{WITHIN:g}x Algorithm 1: DP-SGD at full width only left of this line")
+                    textcoords="offset points", xytext=(5, 0), va="center", fontsize=10)
+    claimed = paper.EPOCH_SECONDS_DPSGD / paper.EPOCH_SECONDS_ALG1
+    ax.axvline(ref, color=style.BLUE, ls=":", lw=1.5, label="Algorithm 1's step (1x)")
+    ax.axvline(claimed * ref, color=style.PURPLE, ls="-.", lw=1.5,
+               label=f"the paper: DP-SGD's epoch {claimed:.2f}x Algorithm 1's ({paper.EPOCH_SETTING})")
+    ax.axvline(WITHIN * ref, color=style.BLACK, ls="--", lw=1.2,
+               label=f"{WITHIN:g}x: DP-SGD at full width only left of this line")
     ax.set_yticks(list(y), [f"{v}{' (fastest DP-SGD)' if f else ''}" for v, f in zip(t.variant, t.fastest_dpsgd)])
     ax.set_xlim(0, float(t.median_s.max()) * 1.45)
     r0 = t.iloc[0]
     ax.set(xlabel=f"seconds per step (bar: the median; dots: each timed step)\n"
                   f"label: the median over Algorithm 1's, and T = {steps:,} such steps in hours",
            title=f"{r0.device}, {r0.threads} thread(s), Inception {r0.width:g}x, batch {r0.batch}")
-    ax.legend(loc="upper right", fontsize=8)  # beside the Algorithm-1 bars, the shortest
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False)  # below: it covers no bar
