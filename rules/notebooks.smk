@@ -21,7 +21,7 @@ NOTEBOOKS = {
     "baselines_comparison": Notebook(
         """Accuracy against eps for every method run here (Algorithm 1, DP-SGD, tempered-sigmoid DP-SGD,
         LATENT) on MNIST and FashionMNIST, beside the paper's and the cited values.""",
-        made("baselines_comparison", "baselines_comparison.csv", "baselines_comparison"),
+        made("baselines_comparison", "baselines_comparison.csv"),
         (BEYOND, "Baselines", "accuracy against eps, every method"),
         object_runs("table2_mnist", "table4_fashionmnist"), RUN_PARAMS),
     "width_effect": Notebook(

@@ -138,7 +138,7 @@ def test_the_headline_draws_the_tests_of_the_claim_and_the_papers_width_cells_at
 def test_a_bound_the_trials_cap_is_drawn_as_a_bound_and_vermillion_means_above_the_claim():
     fig, privacy, _ = headline_plot.draw_headline(_cells(), CPU)
     ax = fig.axes[0]
-    arrows = [t for t in ax.texts if t.arrow_patch is not None]
+    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
     assert len(arrows) == privacy.capped.sum() >= 2  # one arrow per capped bound, pointing right (more is possible)
     assert all(t.xy[0] > t.xyann[0] for t in arrows)
     labels_ = [t.get_text() for t in ax.texts]

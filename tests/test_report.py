@@ -10,6 +10,8 @@ import re
 import pytest
 from test_dag import COMMITTED_PROFILE, REPO, copy_workflow, profile_outputs, snakemake
 
+from dirdp.provenance import read_csv
+from workflow import paper
 from workflow.experiments import OBJECTS
 
 P = COMMITTED_PROFILE  # the profile whose results are committed
@@ -70,7 +72,12 @@ def test_every_paper_object_is_in_the_report_with_its_caption_and_data_set(commi
     accuracy = categories["1. Accuracy: the paper's tables and figures (Section 4, appendices)"]
     for name, obj in OBJECTS.items():
         stem = obj.figures[0] if obj.figures else name
-        files = [f"results/{P}/{name}.csv", f"figures/{P}/{stem}.png", f"results/{P}/notebooks/{name}.ipynb"]
+        # its figure where it has one: a value the paper prints, or a run here (Figure 2 here has neither)
+        t, _ = read_csv(REPO / f"results/{P}/{name}.csv")
+        drawn = len(paper.accuracy(obj.paper_object or name)) > 0 or (t.origin == "here").any()
+        files = [f"results/{P}/{name}.csv", *([f"figures/{P}/{stem}.png"] if drawn else []),
+                 f"results/{P}/notebooks/{name}.ipynb"]
+        assert drawn or f"figures/{P}/{stem}.png" not in results
         for path in files:
             assert path in results, path
             assert f"{obj.title} of the paper" in results[path]["caption"]
@@ -192,3 +199,42 @@ def test_a_figures_subtitle_names_only_what_all_its_runs_share():
     assert "full width" not in both and "0.25x" not in both
     assert runs_note("cpu", ["a, b", "c, b"]) == "runs: profile 'cpu', one line per setting (legend)"
     assert runs_note("quick", []) == runs_note("quick", [math.nan]) == "runs: profile 'quick'"
+
+
+def test_a_paper_only_figure_says_so_and_a_figure_with_nothing_to_draw_is_not_made():
+    """Where nothing ran here the figure's title says it shows the paper's values and why none ran; Figure 2 (no
+    value printed) with no run has no figure at all; on the eps axis no line joins the non-private value to the
+    private ones (the paper's dashed line and ours)."""
+    import math
+
+    from dirdp import provenance
+    from workflow.experiments import get_object
+    from workflow.report import figure
+
+    t, _ = provenance.read_csv(REPO / "results/cpu/table1_cifar10.csv")
+    assert not (t.origin == "here").any()
+    fig = figure(get_object("table1_cifar10"), t, title_note="runs: profile 'cpu'")
+    title = fig.axes[0].get_title(loc="left")
+    assert "the paper's values (no run here: " in title and "runs: profile" not in title
+    empty, _ = provenance.read_csv(REPO / "results/cpu/fig2_learning_rate_vs_alpha.csv")
+    assert figure(get_object("fig2_learning_rate_vs_alpha"), empty) is None
+    t, _ = provenance.read_csv(REPO / "results/cpu/table4_fashionmnist.csv")
+    ax = figure(get_object("table4_fashionmnist"), t).axes[0]
+    inf_x = max(ax.get_xticks())
+    for line in ax.get_lines():
+        x = [v for v in line.get_xdata() if not (isinstance(v, float) and math.isnan(v))]
+        if len(x) > 1 and line.get_linestyle() not in ("None", ""):
+            assert inf_x not in x or len(set(x)) == 1, line.get_label()  # a joined series stays private
+
+
+def test_every_figure_of_the_style_fits_2000_pixels(tmp_path):
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from workflow.report import style
+
+    style.use()
+    fig, ax = plt.subplots(figsize=(16, 9))
+    ax.set_yticks([0, 1], ["a long label " * 8, "b"])
+    png = style.save(fig, tmp_path, "wide")
+    assert max(Image.open(png).size) <= style.MAX_PIXELS and (tmp_path / "wide.pdf").exists()

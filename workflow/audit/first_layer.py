@@ -256,8 +256,7 @@ def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[di
             exact = math.inf if fp == 0 and 1.0 - never > m.delta else math.nan
             out.append(dict(
                 model=f"inception w={s.width:g} (BatchNorm{', conv bias' if s.conv_bias else ''})", width=s.width,
-                dataset=s.dataset,
-                adjacency=a, q=cfg.q, T=cfg.steps, alpha=cfg.alpha, lr=cfg.lr, rstar=noise.r,
+                dataset=s.dataset, adjacency=a, q=cfg.q, T=cfg.steps, alpha=cfg.alpha, lr=cfg.lr, rstar=noise.r,
                 precision="bf16" if s.bf16 else "fp32", conv_bias=s.conv_bias,
                 n_zero_records=s.n_zero, canary=f"{s.dataset} test image {s.canary}", paper_eps=s.eps,
                 claimed_eps=claimed, matched_claim_eps=m.eps, matched_claim_delta=m.delta, matched_claim_by=m.by,

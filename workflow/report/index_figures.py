@@ -12,8 +12,9 @@ from pathlib import Path
 from workflow.experiments import OBJECTS
 from workflow.report.objects import heading
 
-# a notebook's savefig target: figures_dir / f"<stem>.{ext}" or figures_dir / "<stem>.png"
-SAVED = re.compile(r'figures_dir\s*/\s*f?"([A-Za-z0-9_]+)\.(?:\{ext\}|png)"')
+# a notebook's figure: style.save(fig, figures_dir, "<stem>"), or a savefig to figures_dir / f"<stem>.{ext}" or
+# figures_dir / "<stem>.png"
+SAVED = re.compile(r'(?:save\(\w+,\s*figures_dir,\s*"|figures_dir\s*/\s*f?")([A-Za-z0-9_]+)(?:"|\.(?:\{ext\}|png)")')
 FIRST = ("headline",)  # listed before the rest
 
 
