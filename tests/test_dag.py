@@ -217,7 +217,7 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     exact = (subspace.method == "alg1") & ((subspace.adversary_sees == "every update") | (subspace["T"] == 1))
     assert exact.any() and (subspace[exact].res0_max < 1e-12).all()
     bn, _ = provenance.read_csv(work / "results/smoke/audit_batchnorm.csv")
-    assert bn.measure.str.startswith("influence").sum() == 3 and (work / "figures/smoke/audit_bn_influence.png").exists()
+    assert (bn.kind == "influence").sum() == 3 and (work / "figures/smoke/audit_bn_influence.png").exists()
     assert "Subspace canary test" in index and "BatchNorm channel" in index
     # the one-run audit: its run trained with its canaries (each score in its result), audited by its own rule
     canaried = json.loads((work / "results/runs/smoke/mnist/alg1_c20_eps1_seed0.json").read_text())

@@ -211,7 +211,7 @@ def audit_points(results: str | Path) -> pd.DataFrame:
                                        ceiling=_ceiling(t).values, source=path.name)))
     if (path := results / "audit_batchnorm.csv").exists():
         t, _ = provenance.read_csv(path)
-        t = t[t.measure.str.startswith("running statistics")]
+        t = t[t.kind == "running_statistics"]
         model = t.model + ", BatchNorm running statistics"
         parts.append(pd.DataFrame(dict(audit="batchnorm", method=methods.ALG1, model=model,
                                        setting="one step, q = 1", q=1.0, T=1, adjacency=t.adjacency,

@@ -129,10 +129,10 @@ def subspace(src) -> str:
 
 def batchnorm(src) -> str:
     t = src.csv("audit_batchnorm")
-    if "median_batch_max_logit_change" not in t.columns:
+    if "kind" not in t.columns:
         raise ValueError(f"results/{src.profile}/audit_batchnorm.csv has the old columns: rerun the notebook "
                          "audit_batchnorm for this profile.")
-    infl = t[t.measure.str.startswith("influence")]
+    infl = t[t.kind == "influence"]
     a = columns(infl, [
         ("model", "{model}"), ("Poisson batches (one random replacement each)", "{trials:.0f}"),
         ("batch size (median)", "{batch_median:.0f}"),
@@ -141,7 +141,7 @@ def batchnorm(src) -> str:
         ("median over batches of each batch's median", "{median_batch_median_logit_change:.3g}"),
         ("others' summed Renyi divergence: largest measured", "{value:.2g}"), ("its median", "{others_rdp_median:.2g}"),
         ("Lemma 9 eps_M for the one record", "{reference:.3g}")])
-    stats = t[t.measure.str.startswith("running statistics")]
+    stats = t[t.kind == "running_statistics"]
     if "exact_bound" not in stats:
         stats = stats.assign(exact_bound=math.nan)
     b = columns(stats, [
@@ -153,7 +153,7 @@ def batchnorm(src) -> str:
     def finite(fmt):
         return lambda v: format(v, fmt) if isinstance(v, float) and math.isfinite(v) else "-"
 
-    c = columns(pd.concat([t[t.measure.str.startswith("last-batch")], t[t.measure == "test accuracy"]]), [
+    c = columns(pd.concat([t[t.kind == "last_batch"], t[t.kind == "test_accuracy"]]), [
         ("measure", "{measure}"), ("model", "{model}"),
         ("value", lambda r: f"{r['value']:.3f}" if r["statistic"] == "AUC" else f"{r['value']:.2f}"),
         ("statistic", "{statistic}"), ("TPR at 1% FPR", lambda r: finite(".1%")(r["tpr_at_fpr_0_01"])),

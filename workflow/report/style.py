@@ -39,11 +39,22 @@ def dpi_for(fig) -> float:
 
 
 def save(fig, folder: str | Path, stem: str, *, pdf: bool = True) -> Path:
-    """``fig`` as ``<folder>/<stem>.png`` (:func:`dpi_for`; a tight bounding box only crops) and, with ``pdf``, as
-    ``.pdf``; returns the PNG's path."""
+    """``fig`` as ``<folder>/<stem>.png`` (:func:`dpi_for`, lowered again should the saved image still exceed
+    :data:`MAX_PIXELS`: a tight bounding box moves with the resolution) and, with ``pdf``, as ``.pdf``; returns the
+    PNG's path."""
+    from PIL import Image
+
     folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
     png = folder / f"{stem}.png"
-    fig.savefig(png, dpi=dpi_for(fig))
+    dpi = dpi_for(fig)
+    for _ in range(3):
+        fig.savefig(png, dpi=dpi)
+        with Image.open(png) as im:
+            side = max(im.size)
+        if side <= MAX_PIXELS:
+            break
+        dpi *= 0.99 * MAX_PIXELS / side
     if pdf:
         fig.savefig(folder / f"{stem}.pdf")
     return png
