@@ -17,7 +17,7 @@ case "$what" in
         [ "$profile" = quick ] || cmd="PROFILE=$profile bash scripts/main.sh"
         desc="the whole DAG of the $profile profile, from a fresh clone (setting up .venv included)" ;;
   test) profile=""; script=scripts/test.sh; cmd="bash scripts/test.sh"
-        desc="set up .venv, the unit tests, every notebook under nbval (fresh clone)" ;;
+        desc="set up .venv, both test tiers and every notebook under nbval (fresh clone)" ;;
   ci) profile=""; script=.ci/run; cmd="bash .ci/run"
       desc="CI: the Debian packages some tests need if missing, then scripts/test.sh (fresh clone)" ;;
   *) echo "time_main: say what to time: main [PROFILE], test or ci" >&2; exit 2 ;;

@@ -129,7 +129,7 @@ def subspace(src) -> str:
 
 def batchnorm(src) -> str:
     t = src.csv("audit_batchnorm")
-    if "kind" not in t.columns:
+    if not {"kind", "median_batch_max_logit_change"} <= set(t.columns):
         raise ValueError(f"results/{src.profile}/audit_batchnorm.csv has the old columns: rerun the notebook "
                          "audit_batchnorm for this profile.")
     infl = t[t.kind == "influence"]
