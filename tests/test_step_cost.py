@@ -12,7 +12,7 @@ import pytest
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from workflow import experiments  # noqa: E402
+from workflow import experiments, paper  # noqa: E402
 from workflow.report import step_cost  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,7 +60,9 @@ def test_the_figure_marks_algorithm_1_and_the_threshold():
     fig, ax = plt.subplots()
     step_cost.draw(ax, step_cost.table(_bench(7.0, failed=True), steps=9600), steps=9600)
     lines = sorted(line.get_xdata()[0] for line in ax.get_lines())
-    assert lines == [2.0, 2.0 * step_cost.WITHIN]  # Algorithm 1's step and 3x it
+    claimed = paper.EPOCH_SECONDS_DPSGD / paper.EPOCH_SECONDS_ALG1
+    assert lines == sorted([2.0, 2.0 * claimed, 2.0 * step_cost.WITHIN])  # Algorithm 1's step, the paper's ratio, 3x
+    assert any(f"the paper: DP-SGD's epoch {claimed:.2f}x" in t.get_text() for t in ax.get_legend().get_texts())
     assert len(ax.patches) == 2  # a bar per variant that ran; the failed one is named instead
     assert any("did not run: RuntimeError" in t.get_text() for t in ax.texts)
     assert any(t.get_text() == "3.50x, 18.7 h" for t in ax.texts)
