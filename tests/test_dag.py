@@ -200,7 +200,9 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     index = (work / "results/smoke/README.md").read_text()
     for obj in OBJECTS.values():
         assert f"results/smoke/{obj.name}.csv" in index
-    assert "not run here" in index and "Table 6" in index and "Privacy audit" in index
+    assert "not run here" in index and "| table6 | [`table6.csv`](table6.csv) |" in index
+    # the README's and docs' blocks made from the smoke profile's own files, e.g. the canary audit's table
+    assert "### audit-canary\n\nFrom `results/smoke/audit_canary.csv`.\n\n| method (mechanism) |" in index
     # the top index links the committed profiles' indexes: the smoke profile's outputs are git-ignored, and running it
     # leaves results/README.md as committed (a clone's `git status` stays clean)
     top = (work / "results/README.md").read_text()
