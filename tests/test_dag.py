@@ -220,7 +220,8 @@ def test_smoke_dag_runs_end_to_end_on_mnist(smoke_dag):
     assert exact.any() and (subspace[exact].res0_max < 1e-12).all()
     bn, _ = provenance.read_csv(work / "results/smoke/audit_batchnorm.csv")
     assert (bn.kind == "influence").sum() == 3 and (work / "figures/smoke/audit_bn_influence.png").exists()
-    assert "Subspace canary test" in index and "BatchNorm channel" in index
+    for block, head in (("audit-subspace", "setting"), ("audit-batchnorm", "model")):  # made from the smoke's files
+        assert f"### {block}\n\nFrom `results/smoke/{block.replace('-', '_')}.csv`.\n\n| {head} |" in index, block
     # the one-run audit: its run trained with its canaries (each score in its result), audited by its own rule
     canaried = json.loads((work / "results/runs/smoke/mnist/alg1_c20_eps1_seed0.json").read_text())
     assert canaried["one_run"]["theta0_as_trained"] is True and len(canaried["one_run"]["scores"]["white_box"]) == 20
