@@ -25,7 +25,7 @@ INF_X = 60.0  # where an infinite bound is drawn, past the break
 BREAK_X = 30.0  # the axis' finite part ends here
 ZERO_X = 0.03  # a lower bound of 0 (nothing found) sits at the left edge
 CAPPED = 1e-6  # a lower bound within this of its trial ceiling is capped by the trial count
-PRIVACY_COLUMNS = ["test", "setting", "claim", "lower", "capped", "exact", "own_eps"]
+PRIVACY_COLUMNS = ["method", "test", "setting", "claim", "lower", "capped", "exact", "own_eps"]
 MAX_ROWS = 12  # both panels together
 
 
@@ -49,7 +49,8 @@ def first_layer_rows(fl: pd.DataFrame, *, each_setting: bool = False) -> pd.Data
         settings = ", ".join(dict.fromkeys(f"{p}{' + conv bias' if labels.flag(b) else ''}"
                                            for p, b in zip(g.precision, g.conv_bias)))
         model = "the paper's Inception" if r.width == PAPER_WIDTH else f"Inception {r.width:g}x"
-        rows.append(dict(test=f"Algorithm 1, {model}: final model, {labels.ADJACENCIES[r.adjacency]}",
+        rows.append(dict(method=methods.ALG1,
+                         test=f"Algorithm 1, {model}: final model, {labels.ADJACENCIES[r.adjacency]}",
                          setting=f"exact test; q = {r.q:.2g}, T = {r['T']:,.0f}; {settings}",
                          claim=g.matched_claim_eps.max(), lower=g.eps_lower_bound.min(),
                          capped=bool((g.eps_lower_bound >= g.ceiling - CAPPED).all()), exact=g.exact_bound.min(),
@@ -59,7 +60,7 @@ def first_layer_rows(fl: pd.DataFrame, *, each_setting: bool = False) -> pd.Data
 
 def control_rows(control: pd.DataFrame) -> pd.DataFrame:
     """The DP-SGD control with power (``audit_control.csv``): each setting beside DP-SGD's own eps."""
-    return pd.DataFrame([dict(test="control: DP-SGD, every update, add/remove",
+    return pd.DataFrame([dict(method=methods.DPSGD, test="control: DP-SGD, every update, add/remove",
                               setting=f"likelihood-ratio test; q = {r.q:.2g}, T = {r.T:,.0f}", claim=r.claimed_eps,
                               lower=r.eps_lower_bound, capped=False, exact=math.nan, own_eps=r.mechanism_eps)
                          for r in control.itertuples()], columns=PRIVACY_COLUMNS)
@@ -83,7 +84,8 @@ def privacy_rows(results: str | Path) -> pd.DataFrame:
         every = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == "every update") & (sub.q < 1)
                     & (sub.adjacency == "add")].sort_values("T", ascending=False)
         for r in every.head(1).itertuples():
-            rows.append(dict(test=f"Algorithm 1, {labels.model(r.model)}: every update, add/remove",
+            rows.append(dict(method=methods.ALG1,
+                             test=f"Algorithm 1, {labels.model(r.model)}: every update, add/remove",
                              setting=f"subspace test; q = {r.q:.2g}, T = {r.T:,.0f}", claim=r.matched_claim_eps,
                              lower=r.eps_lower_bound, capped=r.eps_lower_bound >= r.ceiling - CAPPED,
                              exact=r.exact_bound, own_eps=math.nan))
@@ -91,7 +93,8 @@ def privacy_rows(results: str | Path) -> pd.DataFrame:
     if one is not None:
         done = one[(one.verdict != "not_run_yet") & one.best.map(labels.flag) & (one.method == methods.ALG1)]
         for r in done.sort_values("eps_lower_bound", ascending=False).head(1).itertuples():
-            rows.append(dict(test=f"Algorithm 1, {labels.model(r.model)}: final model, add/remove",
+            rows.append(dict(method=methods.ALG1,
+                             test=f"Algorithm 1, {labels.model(r.model)}: final model, add/remove",
                              setting=f"one-run audit of a real training; {r.canaries:,.0f} canaries, "
                                      f"{r.score.replace('_', ' ')}", claim=r.claimed_eps, lower=r.eps_lower_bound,
                              capped=r.eps_lower_bound >= r.most_these_guesses_can_show - CAPPED, exact=math.nan,
@@ -111,9 +114,9 @@ def accuracy_rows(cells: pd.DataFrame) -> pd.DataFrame:
 
 def conclusion(privacy: pd.DataFrame) -> str:
     """What the privacy rows show, in one sentence (the figure's title)."""
-    alg1 = privacy[privacy.test.str.startswith(methods.label(methods.ALG1))]
+    alg1 = privacy[privacy.method == methods.ALG1]
     over = alg1[(alg1.exact > alg1.claim) | (alg1.lower > alg1.claim)]
-    control = privacy[privacy.own_eps.notna()]
+    control = privacy[privacy.method == methods.DPSGD]
     parts = []
     if len(over):
         parts.append("no finite ε covers Algorithm 1's trained model" if over.exact.map(math.isinf).any()
@@ -188,8 +191,8 @@ def _draw_accuracy(ax, cells: pd.DataFrame) -> None:
     ax.set_ylim(-0.9, max(len(cells), 1) - 0.4)
     ax.set_xlabel("ours − paper (points)")
     ax.set_title("Accuracy, paper's width", loc="left")
-    ax.text(0, -0.14, "green: within ±1 point; orange: outside\ngrey: undecided; hollow: one run", transform=ax.transAxes,
-            va="top", fontsize=10)
+    ax.text(0, -0.14, "green: within ±1 point; orange: outside\ngrey: undecided; hollow: one run",
+            transform=ax.transAxes, va="top", fontsize=10)
 
 
 def rows_figure(rows: pd.DataFrame, title: str):
