@@ -257,6 +257,11 @@ def made(name, *files):
     return out + [f"{NB}/{name}.ipynb"]
 
 
+def subset(params, *keys):
+    """The entries ``keys`` of a profile's section ``params`` (one section feeding several notebooks)."""
+    return {k: params[k] for k in keys}
+
+
 def object_runs(*names):
     """The runs of the paper objects ``names`` that a job reads (run_inputs: with train=false, those on disk)."""
     return run_inputs([p for o in names for p in profile_run_paths(OBJECTS[o], PROFILE)])

@@ -72,13 +72,19 @@ NOTEBOOKS = {
         made("explore_kappa"), (THEORY, "The kappa explorer", "kappa explorer"),
         sorted(glob.glob("results/runs/cpu/mnist/alg1_eps*_seed0.json")), config["explore_kappa"]),
     "audit_privacy": Notebook(
-        """The privacy audit (dirdp.audit): reconstruction of private images from one update (analytic on a
-        dense first layer, gradient inversion on conv models), canary epsilon lower bounds for Algorithm 1,
-        DP-SGD and LATENT at the same claimed eps, and membership inference at matched claimed eps.""",
-        made("audit_privacy", "audit_canary.csv", "audit_reconstruction.csv", "audit_membership.csv",
-             "audit_reconstruction.png", "audit_eps_claimed_vs_lower_bound"),
-        (AUDIT, "Reconstruction, canaries, membership", "attacks on Algorithm 1 and the baselines"),
-        [], {**config["audit"], "profile": PROFILE.name}),
+        """The privacy audit (dirdp.audit): canary epsilon lower bounds for Algorithm 1, DP-SGD and LATENT at the same
+        claimed eps, and membership inference at matched claimed eps.""",
+        made("audit_privacy", "audit_canary.csv", "audit_membership.csv"),
+        (AUDIT, "Canaries, membership", "canary bounds and membership inference"),
+        [], {**subset(config["audit"], "claimed_eps", "canary", "latent_trials", "membership"),
+             "profile": PROFILE.name}),
+    "audit_reconstruction": Notebook(
+        """Reconstruction of private images from one update (dirdp.audit): analytic on a dense first layer, under
+        Algorithm 1 and DP-SGD at the same claimed eps; gradient inversion on the conv models.""",
+        made("audit_reconstruction", "audit_reconstruction.csv", "audit_reconstruction"),
+        (AUDIT, "Reconstruction", "reconstruction from one update"),
+        [], {**subset(config["audit"], "claimed_eps", "reconstruction_images", "inversion"),
+             "profile": PROFILE.name}),
     "audit_released_models": Notebook(
         """Membership inference (logit margin) on every image model this profile released: each row read from its
         run's record (X.json.membership, dirdp.audit.released_model_row) where that was made for the same weights, n,
@@ -94,7 +100,7 @@ NOTEBOOKS = {
         control, add/remove and replace-one, one step at q = 1 and the MNIST q over T steps; the residual of each
         update outside the span of the auditor's records' logit Jacobians, and the epsilon lower bound it
         certifies.""",
-        made("audit_subspace", "audit_subspace.csv", "audit_subspace_residuals"),
+        made("audit_subspace", "audit_subspace.csv"),
         (AUDIT, "Subspace canary test", "white-box subspace canary test"),
         [], {**config["audit_subspace"], "profile": PROFILE.name}),
     "audit_batchnorm": Notebook(
@@ -132,6 +138,13 @@ NOTEBOOKS = {
         {"profile": PROFILE.name, "runs": sorted(ONE_RUN_RUNS), "ks": ONE_RUN.get("ks", [20, 50, 100]),
          "confidence": ONE_RUN.get("confidence", 0.95)}, made=bool(ONE_RUN_RUNS)),
 }
+NOTEBOOKS["audit_figures"] = Notebook(
+    """The audits' figures drawn from their tables, redrawn without rerunning an audit: the canary bounds
+    (audit_canary.csv) and the subspace test's residuals (audit_subspace.csv).""",
+    made("audit_figures", "audit_canary_bounds", "audit_subspace_ranges"),
+    (AUDIT, "Audit figures", "the canary bounds and the subspace residuals"),
+    [f"{RES}/audit_canary.csv", f"{RES}/audit_subspace.csv"], {"profile": PROFILE.name},
+    made=NOTEBOOKS["audit_privacy"].made and NOTEBOOKS["audit_subspace"].made)
 # The headline reads the audits' tables that the profile makes.
 _AUDITS = ("audit_canary", "audit_subspace", "audit_first_layer", "audit_control", "audit_batchnorm", "audit_one_run")
 NOTEBOOKS["headline"] = Notebook(

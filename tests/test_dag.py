@@ -87,7 +87,7 @@ def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
     for name in OBJECTS:
         assert jobs.get(name) == 1, f"no job for {name}"
     for name in ("table6_table7_rstar", "theorem11_kappa_variance", "explore_kappa", "runs_summary", "index",
-                 "audit_privacy", "audit_released_models"):
+                 "audit_privacy", "audit_reconstruction", "audit_released_models", "audit_figures"):
         assert jobs.get(name) == 1, f"no job for {name}"
     paper = Profile.load(REPO / "config/paper.yaml")
     # 5 seeds per table cell (Algorithm 1 and the baselines run here), 10 per Figure 2 point
@@ -253,7 +253,7 @@ def test_rerun_does_nothing_and_an_interrupted_dag_redoes_only_the_missing_run(s
     assert redo["train"] == 1 and redo["table2_mnist"] == 1 and redo["index"] == 1
     assert redo["audit_released_models"] == 1  # it attacks the run's model
     assert redo.get("table6_table7_rstar") is None and redo.get("theorem11_kappa_variance") is None
-    assert redo.get("audit_privacy") is None  # it trains its own models
+    assert redo.get("audit_privacy") is None and redo.get("audit_reconstruction") is None  # they train their own
 
 
 # --- every output of a profile in its own folders; a fresh clone is up to date --------------------------
@@ -365,7 +365,8 @@ def test_every_rule_has_a_docstring(tiny_root):
     rules = dict(re.match(r"(\w+)(?: \((.*))?$", line).groups() for line in out.splitlines()
                  if line and not line[0].isspace())
     expected = {*OBJECTS, "all", "train", "baselines_comparison", "width_effect", "runs_summary", "table6_table7_rstar",
-                "theorem11_kappa_variance", "explore_kappa", "audit_privacy", "audit_released_models", "audit_subspace",
+                "theorem11_kappa_variance", "explore_kappa", "audit_privacy", "audit_reconstruction", "audit_figures",
+                "audit_released_models", "audit_subspace",
                 "audit_batchnorm", "audit_paper_model", "audit_one_run", "precision_validation", "dpsgd_step_cost", "headline",
                 "index"}
     assert set(rules) == expected

@@ -154,6 +154,25 @@ def test_a_bound_the_trials_cap_is_drawn_as_a_bound_and_vermillion_means_above_t
     assert len(infinite) == 2 and all(line.get_xdata()[0] == ticks["∞"] for line in infinite)
 
 
+def test_the_canary_bounds_merge_equal_statistics_and_draw_the_trial_ceiling_as_a_bound():
+    """audit_canary_bounds (notebooks/audit_figures.ipynb): the committed canary table, one row per method and setting
+    where the final-model and every-update statistics agree; Algorithm 1's ~4.9 (no error, or one, among 500 held-out
+    trials a world) is an arrow, never a point; its exact bound beyond 30 widens the axis' finite part."""
+    canary, prov = provenance.read_csv(CPU / "audit_canary.csv")
+    rows = headline_plot.canary_rows(canary, prov["config"]["delta"])
+    assert len(rows) == canary.groupby(["method", "q", "T", "eps_lower_bound", "eps_exact_bound"], dropna=False).ngroups
+    alg1 = rows[rows.method == "alg1"]
+    assert alg1.capped.all() and (alg1.lower > 4.9).all() and alg1.test.str.contains(" and ").all()
+    dpsgd = rows[rows.method == "dpsgd"]
+    assert not dpsgd.capped.any() and (dpsgd.lower <= dpsgd.own_eps).all() and dpsgd.exact.isna().all()
+    fig = headline_plot.rows_figure(rows, "canary")
+    ax = fig.axes[0]
+    arrows = [t for t in ax.texts if getattr(t, "arrow_patch", None) is not None]
+    assert len(arrows) == rows.capped.sum()
+    finite_exact = [line.get_xdata()[0] for line in ax.get_lines() if line.get_marker() == "s"]
+    assert max(finite_exact) == pytest.approx(rows.exact.max()) and max(finite_exact) < ax.get_xlim()[1]
+
+
 def test_one_run_is_a_point_alone_and_a_mean_has_its_interval():
     cells = _cells().assign(width=1.0)
     fig, _, accuracy = headline_plot.draw_headline(cells, CPU)

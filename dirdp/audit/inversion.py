@@ -6,7 +6,8 @@ post-processing of the Dirichlet samples. The parameter gradient is
     d(-log p~_y)/d theta = (d loss / d p~)(d p~ / d eta) r (d s / d z)(d z / d theta),
 
 and d z / d theta is evaluated at the private input x. :func:`dense_reconstruction` reads x back
-exactly from one Algorithm-1 step on a dense first layer; :func:`inversion_experiment` runs gradient
+exactly from one Algorithm-1 step on a dense first layer (and, the control, gives noise from DP-SGD's step at the
+same claim); :func:`inversion_experiment` runs gradient
 inversion (:func:`dirdp.audit.attacks.invert_gradients`) on one step of Algorithm 1 or DP-SGD at
 the same claimed epsilon (calibrated by :func:`dirdp.audit.canary._noise_for`).
 """
@@ -25,35 +26,31 @@ from dirdp.audit.attacks import (invert_gradients, logit_grad_from_update, match
 from dirdp.audit.canary import _noise_for
 
 
-def dense_reconstruction(images: torch.Tensor, labels: torch.Tensor, *, eps: float, delta: float, alpha: float = 3.0,
-                         q: float = 0.005, steps: int = 20000, lr: float = 0.1, seed: int = 0
-                         ) -> tuple[list[dict], torch.Tensor]:
-    """Exact reconstruction from one Algorithm-1 step: for each image i, a fresh :func:`mlp`
-    (``torch.manual_seed(seed + i)``) takes one SGD step (``lr``) on the batch-mean Dirichlet loss of
-    that one image at r* for claimed ``eps`` and (q, T = ``steps``) (the paper's MNIST protocol by
-    default: r* = 0.2349 at eps = 1 in its Table 6), and :func:`reconstruct_dense_first_layer`
-    reads the image back from the first layer's update (x = Delta W1[j] / Delta b1[j]), whatever
-    the Dirichlet sample was. Returns one row per image (largest error relative to the image's
-    largest |pixel|, PSNR, SSIM) and the reconstructions, shaped like ``images``."""
-    from dirdp.mechanism import dirichlet_nll
-
-    r = _noise_for(methods.ALG1, eps=eps, q=q, steps=steps, delta=delta, alpha=alpha).r
+def dense_reconstruction(images: torch.Tensor, labels: torch.Tensor, *, eps: float, delta: float,
+                         method: str = methods.ALG1, alpha: float = 3.0, q: float = 0.005, steps: int = 20000,
+                         n_train: int = 60000, seed: int = 0) -> tuple[list[dict], torch.Tensor]:
+    """The analytic reconstruction from one step of ``method`` at claimed ``eps`` (with q, T = ``steps``: Algorithm 1
+    at r* of Eq. (1), r* = 0.2349 at eps = 1 here; DP-SGD at the noise multiplier its accountant calibrates, its
+    update divided by the expected batch q ``n_train`` as training divides it). For each image i alone, a fresh
+    :func:`mlp` (``torch.manual_seed(seed + i)``) takes the step's gradient (:func:`_parameter_update`) and
+    :func:`reconstruct_dense_first_layer` reads the image back from the first layer's update, x = Delta W1[j] /
+    Delta b1[j]: exact for Algorithm 1 whatever the Dirichlet sample was; for DP-SGD the same ratio of two noisy
+    entries. Returns one row per image (``attack`` "dense_first_layer", ``model`` "mlp"; the largest error relative
+    to the image's largest |pixel|, PSNR, SSIM) and the reconstructions, shaped like ``images``."""
+    noise = _noise_for(method, eps=eps, q=q, steps=steps, delta=delta, alpha=alpha)
+    dirichlet = methods.audited(method) == methods.DIRICHLET
+    kw = dict(r=noise.r) if dirichlet else dict(noise_multiplier=noise.noise_multiplier, expected_batch=q * n_train)
     rows, found = [], []
     for i in range(len(images)):
         torch.manual_seed(seed + i)
         net = mlp()
         x, y = images[i:i + 1], labels[i:i + 1]
-        before = [p.detach().clone() for p in net.parameters()]
-        loss = dirichlet_nll(net(x), y, r=r, alpha=alpha, generator=torch.Generator().manual_seed(seed + i))
-        loss.backward()
-        with torch.no_grad():
-            for p in net.parameters():
-                p -= lr * p.grad
-        dW, db = (p.detach() - b for p, b in list(zip(net.parameters(), before))[:2])
-        x_hat = reconstruct_dense_first_layer(dW, db).view_as(x)
+        grad_w, grad_b = _parameter_update(net, x, y, method=method, alpha=alpha,
+                                           generator=torch.Generator().manual_seed(seed + i), **kw)[:2]
+        x_hat = reconstruct_dense_first_layer(grad_w, grad_b).view_as(x)
         found.append(x_hat)
-        rows.append(dict(attack="dense first layer, analytic", model="MLP 784-100-10", method=methods.ALG1, image=i,
-                         batch_size=1, claimed_eps=eps, rstar=r,
+        rows.append(dict(attack="dense_first_layer", model="mlp", width=1.0, method=method, image=i, batch_size=1,
+                         claimed_eps=eps, q=q, T=steps, rstar=noise.r, noise_multiplier=noise.noise_multiplier,
                          max_rel_error=float((x_hat - x).abs().max() / x.abs().max()),
                          psnr=float(psnr(x_hat, x)), ssim=float(ssim(x_hat, x))))
     return rows, torch.cat(found) if found else images[:0].clone()
@@ -116,7 +113,8 @@ def inversion_experiment(model_fn, images: torch.Tensor, labels: torch.Tensor, *
         found = match_to_truth(invert_gradients(model, observed, tuple(x.shape), logit_grad=known,
                                                 steps=attack_steps, bounds=(lo, hi), seed=seed), x)
         p, s = psnr(found, x), ssim(found, x)
-        rows.append(dict(method=method, batch_size=b, claimed_eps=eps, q=q, T=steps_T, **param,
+        rows.append(dict(attack="gradient_inversion", method=method, batch_size=b, claimed_eps=eps, q=q, T=steps_T,
+                         **param,
                          psnr_mean=float(p.mean()), psnr_median=float(p.median()), ssim_mean=float(s.mean()),
                          ssim_median=float(s.median()), attack_steps=attack_steps,
                          logit_gradient="read from the update" if known is not None else "optimised",

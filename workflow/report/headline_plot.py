@@ -21,12 +21,13 @@ from dirdp.protocol import fmt_eps
 from workflow.report import labels, style
 
 PAPER_WIDTH = 1.0
-INF_X = 60.0  # where an infinite bound is drawn, past the break
-BREAK_X = 30.0  # the axis' finite part ends here
+BREAK_X = 30.0  # the axis' finite part ends here, or at 3x the largest finite value drawn where that is larger
 ZERO_X = 0.03  # a lower bound of 0 (nothing found) sits at the left edge
 CAPPED = 1e-6  # a lower bound within this of its trial ceiling is capped by the trial count
+NEAR_CEILING = 0.01  # the canary audit: a bound within 1% of its ceiling (an error or two among the held-out trials)
 PRIVACY_COLUMNS = ["method", "test", "setting", "claim", "lower", "capped", "exact", "own_eps"]
 MAX_ROWS = 12  # both panels together
+STATISTICS = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics
 
 
 def _read(results: Path, name: str) -> pd.DataFrame | None:
@@ -64,6 +65,29 @@ def control_rows(control: pd.DataFrame) -> pd.DataFrame:
                               setting=f"likelihood-ratio test; q = {r.q:.2g}, T = {r.T:,.0f}", claim=r.claimed_eps,
                               lower=r.eps_lower_bound, capped=False, exact=math.nan, own_eps=r.mechanism_eps)
                          for r in control.itertuples()], columns=PRIVACY_COLUMNS)
+
+
+def canary_rows(canary: pd.DataFrame, delta: float) -> pd.DataFrame:
+    """The canary audit (``audit_canary.csv``, made at ``delta``): each method and setting against its claim, its
+    statistics in one row where they give the same bounds; a bound drawn as capped within :data:`NEAR_CEILING` of
+    what the held-out trials can show (no false positive or negative), DP-SGD beside its own eps."""
+    from dirdp.audit import epsilon_lower_bound
+
+    rows = []
+    same = ["method", "q", "T", "claimed_eps", "eps_lower_bound", "eps_exact_bound", "held_out_per_world"]
+    for _, g in canary.groupby(same, sort=False, dropna=False):
+        r = g.iloc[0]
+        held = int(r.held_out_per_world)
+        ceiling = epsilon_lower_bound(false_positives=0, n_negatives=held, false_negatives=0, n_positives=held,
+                                      delta=delta).epsilon
+        local = methods.is_local(r.method)
+        seen = "one release (local DP), likelihood ratio" if local else " and ".join(STATISTICS[s] for s in g.statistic)
+        rows.append(dict(method=r.method, test=f"{methods.audit_label(r.method)}: {seen}",
+                         setting="" if local else f"q = {r.q:g}, T = {r['T']:,.0f}", claim=r.claimed_eps,
+                         lower=r.eps_lower_bound, capped=r.eps_lower_bound >= ceiling * (1 - NEAR_CEILING),
+                         exact=r.eps_exact_bound,
+                         own_eps=r.certified_eps if methods.SPECS[r.method].audit == methods.CLIPPED else math.nan))
+    return pd.DataFrame(rows, columns=PRIVACY_COLUMNS)
 
 
 def privacy_rows(results: str | Path) -> pd.DataFrame:
@@ -129,11 +153,14 @@ def conclusion(privacy: pd.DataFrame) -> str:
     return ("At the paper's protocol " + " while ".join(parts) + ".") if parts else "No audit here yet."
 
 
-def _x(v: float) -> float:
-    return INF_X if math.isinf(v) else max(v, ZERO_X)
-
-
 def _draw_privacy(ax, rows: pd.DataFrame) -> None:
+    finite = [v for v in (*rows.claim, *rows.lower, *rows.exact, *rows.own_eps) if math.isfinite(v)]
+    brk = max(BREAK_X, 3 * max(finite, default=0))
+    inf_x = 2 * brk  # where an infinite bound is drawn, past the break
+
+    def _x(v: float) -> float:
+        return inf_x if math.isinf(v) else max(v, ZERO_X)
+
     y = range(len(rows))[::-1]
     for yi, r in zip(y, rows.itertuples()):
         above = r.lower > r.claim
@@ -156,11 +183,11 @@ def _draw_privacy(ax, rows: pd.DataFrame) -> None:
             ax.plot(r.own_eps, yi, "D", ms=8, mfc="white", mec=style.BLACK, mew=1.5, zorder=4)
         ax.plot(r.claim, yi, "|", ms=22, mew=3, color=style.BLACK, zorder=5)
     ax.set_xscale("log")
-    ax.set_xlim(ZERO_X / 1.3, INF_X * 1.5)
-    ticks = [t for t in (0.1, 0.3, 1, 3, 10) if t < BREAK_X]
-    ax.set_xticks([ZERO_X, *ticks, INF_X], ["0", *(f"{t:g}" for t in ticks), "∞"])
-    ax.axvspan(BREAK_X, BREAK_X * 1.25, color="white", zorder=2)  # the break
-    ax.text(BREAK_X * 1.12, -0.9, "//", ha="center", va="center", fontsize=12)
+    ax.set_xlim(ZERO_X / 1.3, inf_x * 1.5)
+    ticks = [t for t in (0.1, 0.3, 1, 3, 10, 30, 100, 300) if t < brk]
+    ax.set_xticks([ZERO_X, *ticks, inf_x], ["0", *(f"{t:g}" for t in ticks), "∞"])
+    ax.axvspan(brk, brk * 1.25, color="white", zorder=2)  # the break
+    ax.text(brk * 1.12, -0.9, "//", ha="center", va="center", fontsize=12)
     ax.set_ylim(-0.9, len(rows) - 0.4)
     ax.set_yticks(list(y), [f"{r.test}\n{r.setting}" for r in rows.itertuples()], fontsize=11)
     ax.grid(axis="y", visible=False)

@@ -45,7 +45,8 @@ STATUSES = {"no_paper_value": "no value printed in the paper", "not_comparable":
 ADJACENCIES = {"add": "add/remove", "replace": "replace one"}
 PRECISIONS = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
 MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception",
-          "papernot_cnn": "tanh CNN", "inception": "Inception"}
+          "papernot_cnn": "tanh CNN", "inception": "Inception", "mlp": "MLP 784-100-10"}
+ATTACKS = {"dense_first_layer": "dense first layer, analytic", "gradient_inversion": "gradient inversion (Geiping et al.)"}
 
 
 def blank(value) -> bool:

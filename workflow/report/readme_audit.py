@@ -13,6 +13,7 @@ import pandas as pd
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from workflow.report.labels import ADJACENCIES as ADJ
+from workflow.report.labels import ATTACKS
 from workflow.report.labels import exact as _exact
 from workflow.report.labels import flag as _flag
 from workflow.report.labels import model as _model
@@ -36,18 +37,21 @@ def bound(lower: str, claim: str) -> Callable[[dict], str]:
 
 
 def reconstruction(src) -> str:
+    """``audit_reconstruction.csv``: the dense first layer's inversion, one row per method over its images; gradient
+    inversion, one row per model, method and batch size."""
     t = src.csv("audit_reconstruction")
-    dense = t[t.attack.str.startswith("dense")]
-    inv = t[t.attack.str.startswith("gradient inversion")].drop_duplicates(["model", "method", "batch_size"])
-    rows = [[dense.attack.iloc[0], dense.model.iloc[0], METHOD(dense.method.iloc[0]), 1, len(dense),
-             f"{dense.rstar.iloc[0]:.4f}", f"relative error: median {dense.max_rel_error.median():.1e}, "
-             f"max {dense.max_rel_error.max():.1e}"]]
-    for r in inv.sort_values(["model", "method", "batch_size"]).itertuples():
-        rows.append([f"{r.attack} ({r.attack_steps:.0f} steps)", r.model, METHOD(r.method), f"{r.batch_size:.0f}",
-                     int(((t.attack == r.attack) & (t.model == r.model) & (t.method == r.method)
-                          & (t.batch_size == r.batch_size)).sum()),
-                     f"{r.rstar:.4f}" if _dirichlet(r.method) else f"sigma = {r.noise_multiplier:.4f}",
-                     f"mean SSIM {r.ssim_mean:.2f}"])
+    rows = []
+    for (attack, model, width, method, batch), g in t.groupby(["attack", "model", "width", "method", "batch_size"],
+                                                             sort=False):
+        r = g.iloc[0]
+        noise = f"{r.rstar:.4f}" if _dirichlet(method) else f"sigma = {r.noise_multiplier:.4f}"
+        if attack == "dense_first_layer":
+            result = (f"median PSNR {g.psnr.median():.0f} dB; relative error median {g.max_rel_error.median():.1e}, "
+                      f"max {g.max_rel_error.max():.1e}")
+        else:
+            result = f"mean PSNR {r.psnr_mean:.1f} dB, mean SSIM {r.ssim_mean:.2f} ({r.attack_steps:.0f} steps)"
+        rows.append([ATTACKS[attack], _model(model) + (f" {width:g}x" if width != 1 else ""), METHOD(method),
+                     f"{batch:.0f}", len(g) if attack == "dense_first_layer" else f"{batch:.0f}", noise, result])
     return table(["attack", "model", "method", "batch", "images", "r* (Alg. 1) / sigma (DP-SGD)", "result"], rows)
 
 
