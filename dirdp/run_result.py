@@ -26,8 +26,9 @@ def weights_path(result_path: str | Path) -> Path:
 def read_run(path: str | Path) -> dict:
     """The fields of one result JSON that the tables need (provenance stays in the file): what ran (data set,
     method, eps, seed, q, alpha, lr, optimizer, steps, model, width, norm), its r* and certified epsilon, test and
-    validation accuracy, ``protocol`` (the paper's, reduced and how, or the one-run audit's), ``canaries`` (the one-run
-    audit's m; 0 for every other run), the accuracy curve as (step, accuracy) pairs, and
+    validation accuracy, ``protocol`` (in words: the paper's, reduced and how, or the one-run audit's), its typed parts
+    ``paper_protocol`` (True for the paper's own) and ``reduced`` (what differs from the paper's, "" where nothing
+    does), ``canaries`` (the one-run audit's m; 0 for every other run), the accuracy curve as (step, accuracy) pairs, and
     ``dirty``: None, or when its commit ends in "+dirty" what the file records of the uncommitted code
     (:func:`dirdp.provenance.dirty`)."""
     rec = json.loads(Path(path).read_text())
@@ -39,14 +40,15 @@ def read_run(path: str | Path) -> dict:
     reduced = [r for r in reduced if r]
     method = rec.get("method", methods.DEFAULT)
     canaries = int(cfg.get("canaries") or 0)  # the one-run audit's runs: the training set has canaries added
+    own = methods.spec(method).protocol or (f"one-run audit ({canaries} canaries)" if canaries else None)
     return dict(
         path=str(path), dataset=rec["dataset"], method=method, eps=parse_eps(rec["eps_target"]),
         seed=rec["seed"], q=rec["q"], alpha=rec["alpha"], lr=cfg["lr"], optimizer=cfg["optimizer"], steps=rec["steps"],
         width=rec["width"], norm=_norm(rec), precision=precision(rec), rstar=rec["rstar"],
         certified_eps=None if rec["epsilon"] is None else parse_eps(rec["epsilon"]),
         test=rec["test_accuracy"], val=rec.get("val_accuracy"),
-        protocol=(methods.spec(method).protocol or (f"one-run audit ({canaries} canaries)" if canaries else None)
-                  or ("paper protocol" if not reduced else "reduced protocol (" + ", ".join(reduced) + ")")),
+        protocol=own or ("paper protocol" if not reduced else "reduced protocol (" + ", ".join(reduced) + ")"),
+        paper_protocol=not (own or reduced), reduced=", ".join(reduced),
         model=rec.get("model"), canaries=canaries,
         width_label=rec["width_label"], device=devices(rec["provenance"]),
         git_commit=rec["provenance"]["git_commit"], dirty=provenance.dirty(rec["provenance"]),

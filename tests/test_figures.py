@@ -102,11 +102,11 @@ def test_the_training_curves_are_one_line_per_cell_with_a_label_in_words():
     c = cells[(cells[runs.CELL] == three[runs.CELL].iloc[0]).all(axis=1)]
     assert (c.lo <= c["mean"]).all() and (c["mean"] <= c.hi).all() and (c.n == 3).all()
     assert c["final"].iloc[0] == c.sort_values("step")["mean"].iloc[-1]
-    labels = {runs.cell_label(r.method, r.eps, r.width, r.norm, r.precision, r.protocol) for r in keys.itertuples()}
+    labels = {runs.cell_label(r.method, r.eps, r.width, r.norm, r.precision, r.reduced) for r in keys.itertuples()}
     assert {"Alg. 1, ε = 1, 1x, bf16", "Alg. 1, ε = 1, 0.25x, GroupNorm", "Alg. 1, ε = inf, 0.25x",
             "LATENT, ε = 0.5", "Tempered sigmoid DP-SGD, ε = 2"} <= labels
     assert not [label for label in labels if "_" in label or "seed" in label]  # no file tags
-    assert runs.cell_label("alg1", 2.0, 0.5, "batch", "fp32", "paper protocol", method_shown=False) == "ε = 2, 0.5x"
+    assert runs.cell_label("alg1", 2.0, 0.5, "batch", "fp32", "", method_shown=False) == "ε = 2, 0.5x"
     assert runs.curve_cells(curves[:0]).empty
 
 

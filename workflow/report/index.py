@@ -86,13 +86,14 @@ def _eps(value) -> str:
     return "nan" if pd.isna(value) else fmt_eps(parse_eps(value))
 
 
-def _cell(row) -> str:
+def _cell(row, keys=("q", "alpha", "lr"), sep=", ") -> str:
+    """A cell's eps and, of ``keys``, the parameters the row sets."""
     parts = [f"eps={_eps(row.eps)}"]
-    for k in ("q", "alpha", "lr"):
+    for k in keys:
         v = getattr(row, k)
         if not pd.isna(v):
             parts.append(f"{k}={v:g}")
-    return ", ".join(parts)
+    return sep.join(parts)
 
 
 def _object_section(name: str, table: pd.DataFrame, profile: str) -> tuple[str, list[str]]:
@@ -137,7 +138,7 @@ def _listed(rows: pd.DataFrame) -> list[str]:
     alpha where the object varies them; the learning rates of one (method, eps, alpha) joined (Figure 2's grid)."""
     out = {}
     for r in rows.itertuples():
-        head = " ".join(p for p in _cell(r).split(", ") if not p.startswith("lr="))
+        head = _cell(r, ("q", "alpha"), " ")
         out.setdefault(f"{r.method} {head}", []).extend([] if pd.isna(r.lr) else [f"{r.lr:g}"])
     return [k + (f" lr={'/'.join(v)}" if v else "") for k, v in out.items()]
 

@@ -151,7 +151,7 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
                        + (", bf16" if prec == "bf16" else ""),
                        certified_eps=at.certified_eps.max(), rstar=first.rstar,
                        runs=" ".join(sorted(set(at.profile))))
-            reduced_protocol = first.protocol != "paper protocol"
+            reduced_protocol = not first.paper_protocol
             if reduced_protocol:  # ours - paper, but no interval or verdict: not the paper's experiment
                 row["diff"] = None if ref[0] is None else round(row["mean"] - ref[0], 3)
             else:

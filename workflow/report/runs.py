@@ -64,25 +64,27 @@ def _dirty_columns(dirty: dict | None) -> dict:
 
 
 def curves(root: str | Path = "results/runs") -> pd.DataFrame:
-    """Long table of every run's test-accuracy curve: run, dataset, method, eps, width, norm, precision, protocol,
-    seed, step, accuracy."""
+    """Long table of every run's test-accuracy curve: run, dataset, method, eps, width, norm, precision, protocol
+    (and ``reduced``: what differs from the paper's, "" for nothing), seed, step, accuracy."""
     rows = []
     for path in run_files(root):
         run = read_run(path)
         rows += [dict(run=str(path), dataset=run["dataset"], method=run["method"], eps=run["eps"], width=run["width"],
-                      norm=run["norm"], precision=run["precision"], protocol=run["protocol"], seed=run["seed"],
+                      norm=run["norm"], precision=run["precision"], protocol=run["protocol"], reduced=run["reduced"],
+                      seed=run["seed"],
                       step=step, test_accuracy=acc) for step, acc in run["curve"]]
     return pd.DataFrame(rows)
 
 
-CELL = ["dataset", "method", "eps", "width", "norm", "precision", "protocol"]  # what tells one curve's cell apart
+CELL = ["dataset", "method", "eps", "width", "norm", "precision", "protocol", "reduced"]  # what tells cells apart
 
 
-def cell_label(method: str, eps: float, width: float, norm: str, precision: str, protocol: str, *,
+def cell_label(method: str, eps: float, width: float, norm: str, precision: str, reduced: str, *,
                method_shown: bool = True) -> str:
     """A cell of runs in words, for a legend: "Alg. 1, ε = 1, 0.25x, bf16" (the method's short name unless
     ``method_shown`` is False, where the panel names it; the width where the profile's width applies to the method's
-    model; GroupNorm where the method lets the run choose it; bf16; a reduced protocol), e.g. "LATENT, ε = 0.5"."""
+    model; GroupNorm where the method lets the run choose it; bf16; what a reduced protocol changes, ``reduced``), e.g.
+    "LATENT, ε = 0.5"."""
     parts = [methods.short(method)] if method_shown else []
     parts.append(f"ε = {fmt_eps(eps)}")
     if methods.spec(method).scaled:
@@ -91,8 +93,8 @@ def cell_label(method: str, eps: float, width: float, norm: str, precision: str,
         parts.append("GroupNorm")
     if precision == "bf16":
         parts.append("bf16")
-    if isinstance(protocol, str) and protocol.startswith("reduced"):
-        parts.append(protocol.removeprefix("reduced protocol ").strip("()"))
+    if isinstance(reduced, str) and reduced:
+        parts.append(reduced)
     return ", ".join(parts)
 
 

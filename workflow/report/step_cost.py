@@ -19,11 +19,12 @@ import pandas as pd
 from dirdp import methods
 
 WITHIN = 3.0  # DP-SGD trains at full width where its fastest step is at most this many Algorithm-1 steps
-ALG1, DPSGD = methods.label(methods.ALG1), methods.label(methods.DPSGD)  # the two families of the bench's variants
+ALG1, DPSGD = methods.ALG1, methods.DPSGD  # the two families of the bench's variants (method keys)
 
 
 def family(variant: str) -> str:
-    """:data:`ALG1` for the bench's Algorithm-1 variants (named ``alg1 ...``), :data:`DPSGD` for every other."""
+    """:data:`ALG1` for the bench's Algorithm-1 variants (named ``alg1 ...``), :data:`DPSGD` for every other: the
+    method's key (its label is applied where a table or figure shows it)."""
     return ALG1 if variant.startswith(methods.ALG1) else DPSGD
 
 

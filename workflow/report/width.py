@@ -29,7 +29,7 @@ def shown_runs(runs: pd.DataFrame, budgets) -> pd.DataFrame:
     width."""
     if runs.empty:
         return pd.DataFrame(columns=["method", "eps", "width", "precision", "seed", "test"])
-    alg1 = runs[(runs.method == methods.ALG1) & (runs.norm == "batch") & (runs.protocol == "paper protocol")]
+    alg1 = runs[(runs.method == methods.ALG1) & (runs.norm == "batch") & runs.paper_protocol.astype(bool)]
     eps = set(budgets) | set(alg1[alg1.width.astype(float) == FULL_WIDTH].eps)
     return alg1[alg1.eps.isin(eps)]
 
