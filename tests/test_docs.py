@@ -329,12 +329,21 @@ def test_the_scope_block_says_what_is_not_run_here_why_and_how_and_follows_its_f
     why = next(iter(table.why[table.status == "not_run"].dropna()), "—")
     assert why in ("result file missing: run the DAG", "not in the 'cpu' profile's grid", "—")
     assert f"| Table 2 | MNIST | none | {why} |" in text
-    assert ("| **1.50** | Inception at 0.25x, batch 250 | 1 | cpu: Intel(R) Xeon(R) Processor | `bench_baselines.json` "
-            "| Algorithm 1 faster, by no more than the paper's ratio |") in text
+    assert ("| **1.50** | Inception at 0.25x, batch 250, GroupNorm, fp32 | 1 | cpu: Intel(R) Xeon(R) Processor | "
+            "`bench_baselines.json` | Algorithm 1 faster, by no more than the paper's ratio |") in text
     row["dpsgd_over_algorithm1"] = 0.8
     path.write_text(json.dumps(rec))
     assert "| **0.80** |" in (text := readme.render(results, "cpu", {"scope"})["scope"][1])
     assert "Algorithm 1 not faster |" in text
+    # at the paper's width the row is the step-cost figure's own ratio (dpsgd_step_cost.csv), not another bench's
+    cost, prov = read_csv(results / "cpu" / "dpsgd_step_cost.csv")
+    fastest = cost[cost.fastest_dpsgd]
+    assert f"| **{fastest.over_algorithm1.iloc[0]:.2f}** | Inception at 1x, batch 250; each method's fastest step" in text
+    assert "`dpsgd_step_cost.csv` ([figure](figures/cpu/dpsgd_step_cost.png))" in text
+    assert "bench_baselines_full_width" not in text  # the same width from another bench: not quoted beside it
+    cost.loc[fastest.index, "over_algorithm1"] = 2.5
+    write_csv(cost, results / "cpu" / "dpsgd_step_cost.csv", prov)
+    assert "| **2.50** | Inception at 1x" in readme.render(results, "cpu", {"scope"})["scope"][1]
 
 
 def _layout() -> dict[str, str]:

@@ -188,8 +188,8 @@ def scope(src) -> str:
         t = src.csv("dpsgd_step_cost")
         alg1 = t[(t.family == methods.ALG1) & (t.over_algorithm1 == 1.0)].iloc[0]  # the reference of every ratio
         for r in t[t.fastest_dpsgd.map(labels.flag)].itertuples():
-            measured.append((r.over_algorithm1, f"Inception at {r.width:g}x, batch {r.batch}: {ours} "
-                             f"{alg1.variant}, {dpsgd} {r.variant} (the fastest here)", r.threads, r.device,
+            measured.append((r.over_algorithm1, f"Inception at {r.width:g}x, batch {r.batch}; each method's fastest "
+                             f"step here (`{alg1.variant}`, `{r.variant}`)", r.threads, r.device,
                              f"`{cost.name}` ([figure](figures/{src.folder.name}/dpsgd_step_cost.png))"))
     for path in found:
         rec = src.json(path.stem)
