@@ -19,6 +19,7 @@ import pandas as pd
 
 from dirdp import methods, provenance
 from dirdp.protocol import Protocol
+from workflow.report import labels
 from workflow.report.compare import PAPER_SEEDS, welch_from_stats
 from workflow.report.objects import paper_model
 
@@ -26,7 +27,6 @@ CELL_COLUMNS = ["object", "dataset", "method", "eps", "width", "precision", "n",
                 "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "interval_df", "verdict"]
 AUDIT_COLUMNS = ["audit", "method", "model", "setting", "q", "T", "adjacency", "adversary_sees", "claimed_eps",
                  "eps_lower_bound", "eps_exact_bound", "ceiling", "source"]
-SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics
 PAPER_DELTA = Protocol.delta  # the paper's delta, 1e-5 (every central claim here)
 FULL_WIDTH = 1.0  # the paper's models: the width of the cells the findings lead with
 PAPER_CELL_COLUMNS = ["object", "dataset", "eps", "paper_mean", "paper_std"]
@@ -192,7 +192,7 @@ def audit_points(results: str | Path) -> pd.DataFrame:
     parts = []
     if (path := results / "audit_canary.csv").exists():
         t, _ = provenance.read_csv(path)
-        sees = t["adversary_sees"] if "adversary_sees" in t else t.statistic.map(SEES).fillna("one release")
+        sees = t["adversary_sees"] if "adversary_sees" in t else t.statistic.map(labels.SEES).fillna("one release")
         setting = [("one release" if methods.is_local(m) else f"q = {q:g}, T = {int(n):,}")
                    for m, q, n in zip(t.method, t.q, t["T"])]
         parts.append(pd.DataFrame(dict(audit="canary", method=t.method, model=t.model, setting=setting, q=t.q, T=t["T"],

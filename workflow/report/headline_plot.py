@@ -27,7 +27,6 @@ CAPPED = 1e-6  # a lower bound within this of its trial ceiling is capped by the
 NEAR_CEILING = 0.01  # the canary audit: a bound within 1% of its ceiling (an error or two among the held-out trials)
 PRIVACY_COLUMNS = ["method", "test", "setting", "claim", "lower", "capped", "exact", "own_eps"]
 MAX_ROWS = 12  # both panels together
-STATISTICS = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics
 
 
 def _read(results: Path, name: str) -> pd.DataFrame | None:
@@ -81,7 +80,7 @@ def canary_rows(canary: pd.DataFrame, delta: float) -> pd.DataFrame:
         ceiling = epsilon_lower_bound(false_positives=0, n_negatives=held, false_negatives=0, n_positives=held,
                                       delta=delta).epsilon
         local = methods.is_local(r.method)
-        seen = "one release (local DP), likelihood ratio" if local else " and ".join(STATISTICS[s] for s in g.statistic)
+        seen = "one release (local DP), likelihood ratio" if local else " and ".join(labels.SEES[s] for s in g.statistic)
         rows.append(dict(method=r.method, test=f"{methods.audit_label(r.method)}: {seen}",
                          setting="" if local else f"q = {r.q:g}, T = {r['T']:,.0f}", claim=r.claimed_eps,
                          lower=r.eps_lower_bound, capped=r.eps_lower_bound >= ceiling * (1 - NEAR_CEILING),

@@ -46,6 +46,7 @@ ADJACENCIES = {"add": "add/remove", "replace": "replace one"}
 PRECISIONS = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
 MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception",
           "papernot_cnn": "tanh CNN", "inception": "Inception", "mlp": "MLP 784-100-10"}
+SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics: what the adversary sees
 ATTACKS = {"dense_first_layer": "dense first layer, analytic", "gradient_inversion": "gradient inversion (Geiping et al.)"}
 
 
