@@ -98,8 +98,8 @@ def membership_learned(src) -> str:
     if missing:
         raise ValueError(f"results/{src.profile}/audit_released_models.csv has no {', '.join(missing)} column: rerun "
                          "the notebook audit_released_models for this profile.")
-    rel["seed"] = [_run_named(src, run, "audit_released_models")["seed"] for run in rel.run]
-    rel["dataset"] = rel.data.str.split(":").str[0]
+    named = [_run_named(src, run, "audit_released_models") for run in rel.run]
+    rel["seed"], rel["dataset"] = [r["seed"] for r in named], [r["dataset"] for r in named]
     rel = rel.sort_values(["dataset", "claimed_eps", "method", "model", "seed"], kind="stable")
     return columns(rel, [
         ("data", "{dataset}"), ("model", "{model}"), ("method", "{method:method}"), ("claimed eps", "{claimed_eps:eps}"),

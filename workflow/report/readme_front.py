@@ -5,7 +5,6 @@ writes its row)."""
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 import pandas as pd
@@ -28,9 +27,10 @@ def _columns(t: pd.DataFrame, need: list[str], path: str) -> None:
 
 
 def object_name(obj: str) -> str:
-    """"table2_mnist" -> "Table 2", "fig3a_fashionmnist" -> "Figure 3a"; anything else as it is."""
-    m = re.match(r"(table|fig)(\d+[a-z]?)_", obj)
-    return f"{'Table' if m[1] == 'table' else 'Figure'} {m[2]}" if m else obj
+    """A paper object's title ("table2_mnist" -> "Table 2", from ``OBJECTS``); anything else as it is."""
+    from workflow.experiments import OBJECTS
+
+    return OBJECTS[obj].title if obj in OBJECTS else obj
 
 
 def _blank(value) -> bool:
