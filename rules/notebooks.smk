@@ -83,7 +83,8 @@ NOTEBOOKS = {
         Algorithm 1 and DP-SGD at the same claimed eps; gradient inversion on the conv models.""",
         made("audit_reconstruction", "audit_reconstruction.csv", "audit_reconstruction"),
         (AUDIT, "Reconstruction", "reconstruction from one update"),
-        [], {**subset(config["audit"], "claimed_eps", "reconstruction_images", "inversion"),
+        [], {**subset(config["audit"], "claimed_eps", "reconstruction_images", "dense_batch_sizes",
+                                "inversion"),
              "profile": PROFILE.name}),
     "audit_released_models": Notebook(
         """Membership inference (logit margin) on every image model this profile released: each row read from its

@@ -412,6 +412,11 @@ def test_match_to_truth_undoes_a_permutation_of_the_batch(mnist_images):
     perm = torch.tensor([3, 0, 5, 1, 4, 2])
     noisy = x[perm] + 0.1 * torch.randn(x.shape, generator=torch.Generator().manual_seed(0))
     assert torch.equal(audit.match_to_truth(noisy, x), noisy[perm.argsort()])
+    # more candidates than images (a dense layer's units): each image its own, in the images' order
+    extra = torch.cat([noisy, torch.rand(4, *x.shape[1:], generator=torch.Generator().manual_seed(1))])
+    assert torch.equal(audit.match_to_truth(extra, x), noisy[perm.argsort()])
+    with pytest.raises(ValueError, match="2 candidate"):
+        audit.match_to_truth(noisy[:2], x)
 
 
 @pytest.mark.slow
@@ -564,6 +569,27 @@ def test_dense_reconstruction_reads_every_image_back(mnist_images):
     assert all(r["rstar"] == pytest.approx(0.2349, abs=1e-4) and r["max_rel_error"] < 1e-5 for r in rows)
     assert all(r["attack"] == "dense_first_layer" and r["model"] == "mlp" and r["method"] == "alg1" for r in rows)
     assert torch.allclose(found, mnist_images.x[:4], atol=1e-5 * float(mnist_images.x[:4].abs().max()))
+
+
+def test_a_dense_layer_gives_back_exactly_the_images_of_a_batch_that_a_unit_sees_alone(mnist_images):
+    """One Algorithm-1 step on a batch of 8: a ReLU unit active for one image of the batch alone carries that image
+    exactly (Delta W1[j] / Delta b1[j] = x_i), any other a mixture; DP-SGD's step at the same claim carries none."""
+    from dirdp.audit.attacks import mlp
+
+    x, y = mnist_images.x[:8], mnist_images.y[:8]
+    rows, found = audit.dense_reconstruction(x, y, eps=1.0, delta=1e-5, batch_size=8)
+    assert found.shape == x.shape and [r["image"] for r in rows] == list(range(8))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        alone = ((mlp()[:2](x) > 0).sum(0) == 1)  # the units of the step's MLP active for one image only
+    exact = [r["max_rel_error"] < 1e-4 for r in rows]
+    assert 0 < sum(exact) <= int(alone.sum()) and not all(exact)
+    assert all(r["candidates"] <= 100 and r["batch_size"] == 8 for r in rows)
+    noisy = audit.dense_reconstruction(x, y, eps=1.0, delta=1e-5, method="dpsgd", batch_size=8)[0]
+    assert max(r["psnr"] for r in noisy) < 20
+    # a remainder is left out: 10 images in batches of 8 are one batch
+    assert len(audit.dense_reconstruction(mnist_images.x[:10], mnist_images.y[:10], eps=1.0, delta=1e-5,
+                                          batch_size=8)[0]) == 8
 
 
 def test_dense_reconstruction_of_a_dpsgd_step_is_noise(mnist_images):

@@ -116,13 +116,17 @@ def invert_gradients(model: nn.Module, observed: list[torch.Tensor], shape: tupl
 def match_to_truth(found: torch.Tensor, truth: torch.Tensor) -> torch.Tensor:
     """A batch's update is the same for every order of its examples, so an inversion finds the batch
     in some order: reorder ``found`` by the assignment that maximises the total SSIM with ``truth``
-    (Hungarian method), as gradient-inversion evaluations do, before scoring image by image."""
+    (Hungarian method), as gradient-inversion evaluations do, before scoring image by image. With more
+    candidates than images (one per unit of a dense layer), each image gets a distinct one: ``len(truth)``
+    of ``found``, in ``truth``'s order."""
     from scipy.optimize import linear_sum_assignment
 
-    b = len(truth)
-    if b == 1:
+    n, b = len(found), len(truth)
+    if n == b == 1:
         return found
-    pairs = ssim(found.repeat_interleave(b, 0), truth.repeat(b, 1, 1, 1)).view(b, b)  # [found i, truth j]
+    if n < b:
+        raise ValueError(f"{n} candidate(s) for {b} images: each image needs one of its own")
+    pairs = ssim(found.repeat_interleave(b, 0), truth.repeat(n, 1, 1, 1)).view(n, b)  # [found i, truth j]
     rows, cols = linear_sum_assignment(pairs.numpy(), maximize=True)
     order = torch.empty(b, dtype=torch.long)
     order[torch.as_tensor(cols)] = torch.as_tensor(rows)

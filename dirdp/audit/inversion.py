@@ -27,32 +27,43 @@ from dirdp.audit.canary import _noise_for
 
 
 def dense_reconstruction(images: torch.Tensor, labels: torch.Tensor, *, eps: float, delta: float,
-                         method: str = methods.ALG1, alpha: float = 3.0, q: float = 0.005, steps: int = 20000,
-                         n_train: int = 60000, seed: int = 0) -> tuple[list[dict], torch.Tensor]:
+                         method: str = methods.ALG1, batch_size: int = 1, alpha: float = 3.0, q: float = 0.005,
+                         steps: int = 20000, n_train: int = 60000, seed: int = 0) -> tuple[list[dict], torch.Tensor]:
     """The analytic reconstruction from one step of ``method`` at claimed ``eps`` (with q, T = ``steps``: Algorithm 1
     at r* of Eq. (1), r* = 0.2349 at eps = 1 here; DP-SGD at the noise multiplier its accountant calibrates, its
-    update divided by the expected batch q ``n_train`` as training divides it). For each image i alone, a fresh
-    :func:`mlp` (``torch.manual_seed(seed + i)``) takes the step's gradient (:func:`_parameter_update`) and
-    :func:`reconstruct_dense_first_layer` reads the image back from the first layer's update, x = Delta W1[j] /
-    Delta b1[j]: exact for Algorithm 1 whatever the Dirichlet sample was; for DP-SGD the same ratio of two noisy
-    entries. Returns one row per image (``attack`` "dense_first_layer", ``model`` "mlp"; the largest error relative
-    to the image's largest |pixel|, PSNR, SSIM) and the reconstructions, shaped like ``images``."""
+    update divided by the expected batch q ``n_train`` as training divides it), on a fresh :func:`mlp` per batch
+    (``torch.manual_seed(seed + first image)``), the images in batches of ``batch_size`` (a remainder left out).
+
+    Unit j of the first layer moves by Delta W1[j] = sum_i c_ij x_i and Delta b1[j] = sum_i c_ij, so
+    Delta W1[j] / Delta b1[j] is the input of a one-record step (batch 1: the unit with the largest |Delta b1[j]|,
+    :func:`reconstruct_dense_first_layer`, exact for Algorithm 1 whatever the Dirichlet sample was), and in a batch it
+    is one image exactly wherever unit j is active for that image alone, else a mixture. In a batch each image is
+    scored at its own candidate among the units' (:func:`match_to_truth`: the truth picks them, as inversion
+    evaluations match found images to the truth). DP-SGD's ratio is one of two noisy entries. Returns one row per image
+    (``attack`` "dense_first_layer", ``model`` "mlp", ``candidates``: the units that moved; the largest error relative
+    to the image's largest |pixel|, PSNR, SSIM) and the reconstructions, shaped like the images used."""
     noise = _noise_for(method, eps=eps, q=q, steps=steps, delta=delta, alpha=alpha)
     dirichlet = methods.audited(method) == methods.DIRICHLET
     kw = dict(r=noise.r) if dirichlet else dict(noise_multiplier=noise.noise_multiplier, expected_batch=q * n_train)
     rows, found = [], []
-    for i in range(len(images)):
-        torch.manual_seed(seed + i)
+    for start in range(0, len(images) - len(images) % batch_size, batch_size):
+        torch.manual_seed(seed + start)
         net = mlp()
-        x, y = images[i:i + 1], labels[i:i + 1]
+        x, y = images[start:start + batch_size], labels[start:start + batch_size]
         grad_w, grad_b = _parameter_update(net, x, y, method=method, alpha=alpha,
-                                           generator=torch.Generator().manual_seed(seed + i), **kw)[:2]
-        x_hat = reconstruct_dense_first_layer(grad_w, grad_b).view_as(x)
+                                           generator=torch.Generator().manual_seed(seed + start), **kw)[:2]
+        moved = grad_b != 0
+        if batch_size == 1:
+            x_hat = reconstruct_dense_first_layer(grad_w, grad_b).view_as(x)
+        else:
+            x_hat = match_to_truth((grad_w[moved] / grad_b[moved, None]).view(-1, *x.shape[1:]), x)
         found.append(x_hat)
-        rows.append(dict(attack="dense_first_layer", model="mlp", width=1.0, method=method, image=i, batch_size=1,
-                         claimed_eps=eps, q=q, T=steps, rstar=noise.r, noise_multiplier=noise.noise_multiplier,
-                         max_rel_error=float((x_hat - x).abs().max() / x.abs().max()),
-                         psnr=float(psnr(x_hat, x)), ssim=float(ssim(x_hat, x))))
+        for i in range(len(x)):
+            rows.append(dict(attack="dense_first_layer", model="mlp", width=1.0, method=method, image=start + i,
+                             batch_size=batch_size, candidates=int(moved.sum()), claimed_eps=eps, q=q, T=steps,
+                             rstar=noise.r, noise_multiplier=noise.noise_multiplier,
+                             max_rel_error=float((x_hat[i] - x[i]).abs().max() / x[i].abs().max()),
+                             psnr=float(psnr(x_hat[i:i + 1], x[i:i + 1])), ssim=float(ssim(x_hat[i:i + 1], x[i:i + 1]))))
     return rows, torch.cat(found) if found else images[:0].clone()
 
 
