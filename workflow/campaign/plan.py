@@ -81,13 +81,18 @@ def load_profile(config: str | Path, *, smoke: bool = False) -> Profile:
 
 def made_dirty(out: Path) -> dict | None:
     """What a result JSON says of the code that made it when that code was uncommitted (its provenance commit ends
-    in "+dirty"): the commit, test accuracy and weights' hash; None for committed code or a file it cannot read."""
+    in "+dirty"): the commit, test accuracy and weights' hash; None for committed code, for a result whose every
+    uncommitted session a replay by committed code matched bit for bit (:mod:`workflow.campaign.replay`), or for a
+    file it cannot read."""
     from dirdp.provenance import dirty
+    from workflow.campaign import replay
 
     try:
         rec = json.loads(Path(out).read_text())
         made = dirty(rec["provenance"])
-    except (OSError, ValueError, KeyError, TypeError):
+        if made is not None and replay.record_path(out).exists():
+            made = None if replay.covers(json.loads(replay.record_path(out).read_text()), rec) else made
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
         return None
     return None if made is None else dict(git_commit=made["git_commit"], test_accuracy=rec.get("test_accuracy"),
                                           params_sha256=rec.get("params_sha256"))
