@@ -1,7 +1,7 @@
 """The headline's tables and its figure: the cells are the objects' own rows (paper model and protocol, a printed
 value), the audit points take the claim for each row's own adjacency where the CSV has it and leave out rows with no
-finite claim; the figure draws the tests of the paper's claim and the paper's-width cells, at most 10 rows a panel, a
-bound the trials cap as a bound, vermillion for "above the claim" alone, one run as a point alone."""
+finite claim; the figure draws the tests of the paper's claim and the paper's-width cells (a row per eps) in at most 12
+rows, a bound the trials cap as a bound, vermillion for "above the claim" alone, one run as a point alone."""
 
 import math
 import shutil
@@ -115,9 +115,9 @@ def _cells():
     ]).reindex(columns=COLUMNS)])
 
 
-def test_the_headline_draws_the_tests_of_the_claim_and_the_papers_width_cells_at_most_10_rows_a_panel(tmp_path):
+def test_the_headline_draws_the_tests_of_the_claim_and_the_papers_width_cells_at_most_12_rows(tmp_path):
     fig, privacy, accuracy = headline_plot.draw_headline(_cells(), CPU)
-    assert max(len(privacy), len(accuracy)) <= headline_plot.MAX_ROWS == 10
+    assert len(privacy) + len(headline_plot.accuracy_eps(accuracy)) <= headline_plot.MAX_ROWS == 12
     # the exact first-layer test on the paper's Inception at 1x: one row per neighbouring relation, its claim the
     # relation's own (1 and 2), no finite eps, the trials' bound capped by their count
     inception = privacy[privacy.test.str.contains("the paper's Inception")]
@@ -135,20 +135,28 @@ def test_the_headline_draws_the_tests_of_the_claim_and_the_papers_width_cells_at
     assert max(Image.open(png).size) <= style.MAX_PIXELS and (tmp_path / "headline.pdf").exists()
 
 
-def test_every_algorithm_1_cell_of_tables_2_and_4_at_the_papers_width_fits_its_panel():
-    """The accuracy panel holds the ten cells (two data sets, eps 0.5, 1, 2, 4, inf) side by side with the privacy
-    rows; a panel of more rows is refused, not squeezed."""
+def test_every_algorithm_1_cell_of_tables_2_and_4_at_the_papers_width_fits_in_12_rows():
+    """The accuracy strip has a row per eps, each with both data sets' cells (a marker each, the data set's own): the
+    ten cells of Tables 2 and 4 (eps 0.5, 1, 2, 4, inf) are five rows beside the privacy rows; more rows than 12 are
+    refused, not squeezed."""
+    from workflow.report.objects import COLUMNS
+
     ten = [_row(object=f"table{2 if d == 'mnist' else 4}_{d}", dataset=d, eps=e, width=1.0, precision="bf16", n=1,
                 std=None, interval="paper_spread", interval_df=None, verdict="one_run")
            for d in ("mnist", "fashionmnist") for e in (0.5, 1.0, 2.0, 4.0, math.inf)]
-    from workflow.report.objects import COLUMNS
-
     cells = headline.headline_cells([pd.DataFrame(ten).reindex(columns=COLUMNS)])
-    _, privacy, accuracy = headline_plot.draw_headline(cells, CPU)
-    assert len(accuracy) == 10 and len(privacy) + len(accuracy) > 12  # the old cap, both panels summed
-    eleven = headline.headline_cells([pd.DataFrame([*ten, _row(eps=16.0, width=1.0)]).reindex(columns=COLUMNS)])
-    with pytest.raises(ValueError, match="11 accuracy rows: a panel of more than 10"):
-        headline_plot.draw_headline(eleven, CPU)
+    fig, privacy, accuracy = headline_plot.draw_headline(cells, CPU)
+    assert len(accuracy) == 10 and len(privacy) + 5 <= 12
+    ax = fig.axes[1]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["ε = 0.5", "ε = 1", "ε = 2", "ε = 4", "ε = ∞"]
+    marks = [line for line in ax.get_lines() if line.get_marker() in headline_plot.MARKERS and len(line.get_xdata())]
+    by_marker = {m: [line.get_ydata()[0] for line in marks if line.get_marker() == m] for m in ("o", "s")}
+    assert len(by_marker["o"]) == len(by_marker["s"]) == 5  # MNIST and FashionMNIST in each row, a marker each
+    assert all(abs(a - b) < 1 and a > b for a, b in zip(sorted(by_marker["o"]), sorted(by_marker["s"])))
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["MNIST", "FashionMNIST"]
+    more = [*ten, *(_row(eps=e, width=1.0) for e in (8.0, 16.0, 32.0))]
+    with pytest.raises(ValueError, match="6 privacy rows and 8 eps rows of accuracy: more than 12"):
+        headline_plot.draw_headline(headline.headline_cells([pd.DataFrame(more).reindex(columns=COLUMNS)]), CPU)
 
 
 def test_a_bound_the_trials_cap_is_drawn_as_a_bound_and_vermillion_means_above_the_claim():
@@ -194,7 +202,7 @@ def test_one_run_is_a_point_alone_and_a_mean_has_its_interval():
     fig, _, accuracy = headline_plot.draw_headline(cells, CPU)
     ax = fig.axes[1]
     bars = [line for line in ax.get_lines() if len(line.get_xdata()) == 2 and line.get_linewidth() == 3]
-    points = [line for line in ax.get_lines() if line.get_marker() == "o"]
+    points = [line for line in ax.get_lines() if line.get_marker() in headline_plot.MARKERS and len(line.get_xdata())]
     assert len(points) == len(accuracy) and len(bars) == int((accuracy.n >= 2).sum())
     assert sorted(line.get_markerfacecolor() == "white" for line in points) == sorted(accuracy.n < 2)
 

@@ -5,8 +5,8 @@ Left, one labelled row per test (:func:`privacy_rows`, from the typed columns of
 bar), the exact bound where the audit computes one (at the axis' break to infinity when no finite eps holds), the
 95% lower bound from the trials, drawn as a bound ("at least 4.9", an arrow) where the trial count caps it, and for
 DP-SGD its own eps. Vermillion means "above its claim" and nothing else. Right, Algorithm 1's cells at the paper's
-width (:func:`accuracy_rows`): ours - paper with its 95% interval for a mean over n >= 2 seeds, one run as a point
-alone. The title says what the rows show, from the same rows (:func:`conclusion`). Every audited row of the profile
+width (:func:`accuracy_rows`), one row per eps holding each data set's cell (a marker each): ours - paper with its 95%
+interval for a mean over n >= 2 seeds, one run as a point alone. The title says what the rows show, from the same rows (:func:`conclusion`). Every audited row of the profile
 is in ``headline_audit.csv`` and docs/audit.md; every cell in ``headline_cells.csv`` and the README."""
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ ZERO_X = 0.03  # a lower bound of 0 (nothing found) sits at the left edge
 CAPPED = 1e-6  # a lower bound within this of its trial ceiling is capped by the trial count
 NEAR_CEILING = 0.01  # the canary audit: a bound within 1% of its ceiling (an error or two among the held-out trials)
 PRIVACY_COLUMNS = ["method", "test", "setting", "claim", "lower", "capped", "exact", "own_eps"]
-MAX_ROWS = 10  # a panel's rows; the panels stand side by side: Tables 2 and 4 have 10 Algorithm-1 cells at 1x
+MAX_ROWS = 12  # both panels together: the privacy rows and the accuracy strip's eps rows (each holds every data set)
+MARKERS = ["o", "s", "^", "D", "v"]  # the accuracy strip's data sets, in the order the cells list them
 
 
 def _read(results: Path, name: str) -> pd.DataFrame | None:
@@ -198,27 +199,43 @@ def _draw_privacy(ax, rows: pd.DataFrame) -> None:
                         "DP-SGD's own ε"], loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
 
 
+def accuracy_eps(cells: pd.DataFrame) -> list[float]:
+    """The accuracy strip's rows: the cells' eps values, ascending, inf last."""
+    return sorted({float(e) for e in cells.eps})
+
+
 def _draw_accuracy(ax, cells: pd.DataFrame) -> None:
-    y = range(len(cells))[::-1]
+    eps = accuracy_eps(cells)
+    row = {e: len(eps) - 1 - i for i, e in enumerate(eps)}
+    datasets = list(dict.fromkeys(cells.dataset))
+    spread = 0.25 if len(datasets) > 1 else 0.0  # a row's data sets, top to bottom in the cells' order
+    offset = {d: spread * (1 - 2 * i / max(len(datasets) - 1, 1)) for i, d in enumerate(datasets)}
+    marker = {d: MARKERS[i % len(MARKERS)] for i, d in enumerate(datasets)}
     ax.axvspan(-1, 1, color=style.GREEN, alpha=0.12, lw=0)
     ax.axvline(0, color=style.GREY, lw=1)
     colours = {"within": style.GREEN, "below": style.ORANGE, "above": style.ORANGE}
-    for yi, r in zip(y, cells.itertuples()):
+    for r in cells.itertuples():
+        yi = row[float(r.eps)] + offset[r.dataset]
         colour = colours.get(r.verdict, style.GREY)
         if r.n >= 2 and not labels.blank(r.ci_low):
             ax.plot([r.ci_low, r.ci_high], [yi, yi], color=colour, lw=3, solid_capstyle="butt")
-        ax.plot(r.diff, yi, "o", ms=9, color=colour, mfc=colour if r.n >= 2 else "white", mew=2)
+        ax.plot(r.diff, yi, marker[r.dataset], ms=9, color=colour, mfc=colour if r.n >= 2 else "white", mew=2)
         ax.annotate(f"n = {int(r.n)}", (1, yi), xycoords=("axes fraction", "data"), xytext=(4, 0),
                     textcoords="offset points", va="center", fontsize=10)
-    ax.set_yticks(list(y), [f"{labels.dataset(r.dataset)}, ε = {fmt_eps(float(r.eps))}" for r in cells.itertuples()])
+    ax.set_yticks([row[e] for e in eps], [f"ε = {'∞' if math.isinf(e) else fmt_eps(e)}" for e in eps])
+    for e in eps[:-1]:  # a thin rule between the eps rows
+        ax.axhline(row[e] - 0.5, color=style.GREY, lw=0.5, alpha=0.5)
     lim = max([3.0, *cells["diff"].abs().tolist(), *cells.ci_low.abs().dropna().tolist(),
                *cells.ci_high.abs().dropna().tolist()]) * 1.1
     ax.set_xlim(-lim, lim)
-    ax.set_ylim(-0.9, max(len(cells), 1) - 0.4)
+    ax.set_ylim(-0.6, max(len(eps), 1) - 0.4)
     ax.set_xlabel("ours − paper (points)")
     ax.set_title("Accuracy, paper's width", loc="left")
-    ax.text(0, -0.14, "green: within ±1 point; orange: outside\ngrey: undecided; hollow: one run",
-            transform=ax.transAxes, va="top", fontsize=10)
+    handles = [ax.plot([], [], marker[d], ms=8, color=style.BLACK, mfc="white", mew=1.5)[0] for d in datasets]
+    ax.legend(handles, [labels.dataset(d) for d in datasets], loc="upper center", bbox_to_anchor=(0.5, -0.14),
+              ncol=1, frameon=False, fontsize=10)
+    ax.text(0, -0.14 - 0.06 * max(len(datasets), 1), "green: within ±1 point; orange: outside\n"
+            "grey: undecided; hollow: one run", transform=ax.transAxes, va="top", fontsize=10)
 
 
 def rows_figure(rows: pd.DataFrame, title: str):
@@ -233,15 +250,17 @@ def rows_figure(rows: pd.DataFrame, title: str):
 
 
 def draw_headline(cells: pd.DataFrame, results: str | Path):
-    """The figure, and the rows it draws (privacy, accuracy): at most :data:`MAX_ROWS` in each panel."""
+    """The figure, and the rows it draws (privacy; accuracy, a cell a row): at most :data:`MAX_ROWS` rows drawn, the
+    privacy rows and the accuracy strip's eps rows together."""
     import matplotlib.pyplot as plt
 
     style.use()
     privacy, accuracy = privacy_rows(results), accuracy_rows(cells)
-    if max(len(privacy), len(accuracy)) > MAX_ROWS:
-        raise ValueError(f"{len(privacy)} privacy and {len(accuracy)} accuracy rows: a panel of more than {MAX_ROWS} "
-                         "rows is not read at a glance")
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 0.62 * max(len(privacy), len(accuracy), 3) + 2.4),
+    strip = len(accuracy_eps(accuracy))
+    if len(privacy) + strip > MAX_ROWS:
+        raise ValueError(f"{len(privacy)} privacy rows and {strip} eps rows of accuracy: more than {MAX_ROWS} rows, "
+                         "not read at a glance")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 0.62 * max(len(privacy), strip, 3) + 2.4),
                                   gridspec_kw=dict(width_ratios=[2.3, 1], wspace=0.55))
     _draw_privacy(ax, privacy)
     ax.set_title("Claimed against audited ε at the paper's protocol", loc="left")
