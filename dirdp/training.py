@@ -256,9 +256,14 @@ def _session(step: int, prov: dict, device) -> dict:
     changes the order of float sums, so the weights: a run resumed with another count is not the run an
     uninterrupted one would have been; and a run resumed on another machine has a wall time summed over both. A
     checkpoint written before sessions were recorded starts the list at its resume step (the sessions before it
-    are unknown); a session recorded before ``processor`` was has none (:func:`dirdp.run_result.devices`)."""
-    return dict(start_step=int(step), git_commit=prov["git_commit"], torch_threads=torch.get_num_threads(),
-                device=str(device), processor=prov["device"], started_utc=prov["created_utc"])
+    are unknown); a session recorded before ``processor`` was has none (:func:`dirdp.run_result.devices`). A session
+    of uncommitted code ("+dirty") also records ``dirty_files`` and ``dirty_diff_sha256``
+    (:func:`dirdp.provenance.git_state`)."""
+    session = dict(start_step=int(step), git_commit=prov["git_commit"], torch_threads=torch.get_num_threads(),
+                   device=str(device), processor=prov["device"], started_utc=prov["created_utc"])
+    if "dirty_files" in prov:  # uncommitted code: which files differed from the commit as this session started
+        session.update(dirty_files=prov["dirty_files"], dirty_diff_sha256=prov.get("dirty_diff_sha256"))
+    return session
 
 
 def _load_checkpoint(path: Path, cfg: RunConfig, device) -> dict:

@@ -114,3 +114,26 @@ def test_bad_input_gets_one_line(history, tmp_path):
     done = subprocess.run([*run, str(out), "--before", commits[8], "--after", commits[4]], capture_output=True,
                           text=True)
     assert done.returncode == 2 and "give the earlier commit first" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("files, redone", [(["notebooks/headline.ipynb", "tests/test_dag.py"], False),
+                                           (["dirdp/training.py", "tests/test_dag.py"], True), (None, True)])
+def test_a_session_of_uncommitted_code_is_redone_only_where_training_code_differed(tmp_path, files, redone):
+    """A "+dirty" session that recorded its differing files, none under dirdp/ (what `python -m dirdp train`
+    imports), computed what its commit computes; one that changed dirdp/, or did not say, is trained again."""
+    dirty = dict(start_step=5, git_commit="b" * 40 + "+dirty", **({"dirty_files": files} if files else {}))
+    out = tmp_path / "results/runs/t/mnist/run.json"
+    out.parent.mkdir(parents=True)
+    out.write_text(json.dumps(dict(test_accuracy=50.0, params_sha256="x", provenance=dict(
+        git_commit="c" * 40, sessions=[dict(start_step=0, git_commit="a" * 40), dirty,
+                                       dict(start_step=7, git_commit="c" * 40)]))))
+    assert (made_dirty(out) is not None) == redone
+
+
+def test_a_session_records_the_files_its_uncommitted_code_changed():
+    prov = dict(git_commit="a" * 40 + "+dirty", dirty_files=["tests/x.py"], dirty_diff_sha256="f" * 64,
+                device="cpu: AMD EPYC", created_utc="2026-12-06T13:08:58+00:00")
+    session = training._session(5396, prov, torch.device("cpu"))
+    assert session["dirty_files"] == ["tests/x.py"] and session["dirty_diff_sha256"] == "f" * 64
+    prov.pop("dirty_files"), prov.pop("dirty_diff_sha256")  # committed code: provenance has no such key
+    assert "dirty_files" not in training._session(0, dict(prov, git_commit="a" * 40), torch.device("cpu"))

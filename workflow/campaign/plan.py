@@ -79,17 +79,33 @@ def load_profile(config: str | Path, *, smoke: bool = False) -> Profile:
     return Profile.from_config(profile_config(config, smoke=smoke))
 
 
+TRAINING_CODE = "dirdp/"  # what `python -m dirdp train` imports of this repository: the package alone
+
+
+def outside_training_code(session: dict) -> bool:
+    """Whether a "+dirty" session recorded the files that differed from its commit and none is training code
+    (:data:`TRAINING_CODE`): edits to tests, notebooks or the workflow beside a run change nothing it computes."""
+    files = session.get("dirty_files")
+    return isinstance(files, list) and not any(str(f).startswith(TRAINING_CODE) for f in files)
+
+
 def made_dirty(out: Path) -> dict | None:
     """What a result JSON says of the code that made it when that code was uncommitted (its provenance commit ends
     in "+dirty"): the commit, test accuracy and weights' hash; None for committed code, for a result whose every
-    uncommitted session a replay by committed code matched bit for bit (:mod:`workflow.campaign.replay`), or for a
-    file it cannot read."""
+    uncommitted session recorded its differing files and none is training code (:func:`outside_training_code`), for
+    one whose every uncommitted session a replay by committed code matched bit for bit
+    (:mod:`workflow.campaign.replay`), or for a file it cannot read."""
     from dirdp.provenance import dirty
     from workflow.campaign import replay
 
     try:
         rec = json.loads(Path(out).read_text())
         made = dirty(rec["provenance"])
+        prov = rec["provenance"]
+        sessions = [s for s in prov.get("sessions") or () if "+dirty" in str(s.get("git_commit", ""))]
+        if made is not None and sessions and all(outside_training_code(s) for s in sessions) and (
+                "+dirty" not in str(prov.get("git_commit", "")) or outside_training_code(prov)):
+            made = None
         if made is not None and replay.record_path(out).exists():
             made = None if replay.covers(json.loads(replay.record_path(out).read_text()), rec) else made
     except (OSError, ValueError, KeyError, TypeError, IndexError):
