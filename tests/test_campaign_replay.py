@@ -58,6 +58,7 @@ def history(tiny_root, tmp_path_factory):
     return repo, out, commits, kept
 
 
+@pytest.mark.slow  # trains a tiny run
 def test_a_replay_between_two_committed_checkpoints_is_bit_for_bit_equal(history, tiny_root):
     repo, out, commits, _ = history
     got = replay.replay(out, commits[4], commits[8], data_root=tiny_root, progress=False, require_clean=False,
@@ -73,6 +74,7 @@ def test_a_replay_between_two_committed_checkpoints_is_bit_for_bit_equal(history
     assert replay.covers({**got, "replayed_by": "d" * 40}, rec) and made_dirty(out) is None
 
 
+@pytest.mark.slow  # trains a tiny run
 def test_a_changed_weight_is_found_and_the_result_stays_dirty(history, tiny_root, tmp_path):
     repo, out, commits, kept = history
     ckpt = out.with_name(out.name + ".ckpt.pt")
@@ -95,6 +97,7 @@ def test_a_changed_weight_is_found_and_the_result_stays_dirty(history, tiny_root
         replay.record_path(out).write_text(saved)
 
 
+@pytest.mark.slow  # trains a tiny run
 def test_a_replay_that_does_not_reach_past_the_dirty_session_does_not_cover_it(history):
     _, out, commits, _ = history
     rec = json.loads(out.read_text())
@@ -105,6 +108,7 @@ def test_a_replay_that_does_not_reach_past_the_dirty_session_does_not_cover_it(h
     assert not replay.covers({**record, "equal": False}, rec)
 
 
+@pytest.mark.slow  # trains a tiny run
 def test_bad_input_gets_one_line(history, tmp_path):
     repo, out, commits, _ = history
     run = [__import__("sys").executable, "-m", "workflow.campaign.replay"]
