@@ -204,6 +204,10 @@ def test_one_run_is_a_point_alone_and_a_mean_has_its_interval():
     bars = [line for line in ax.get_lines() if len(line.get_xdata()) == 2 and line.get_linewidth() == 3]
     points = [line for line in ax.get_lines() if line.get_marker() in headline_plot.MARKERS and len(line.get_xdata())]
     assert len(points) == len(accuracy) and len(bars) == int((accuracy.n >= 2).sum())
+    # the axis fits what is drawn: a one-run cell's interval (the paper's spread, not drawn) does not widen it
+    one = cells.assign(ci_low=cells.ci_low.where(cells.n >= 2, -40.0), ci_high=cells.ci_high.where(cells.n >= 2, 40.0))
+    lo, hi = headline_plot.draw_headline(one, CPU)[0].axes[1].get_xlim()
+    assert hi < 40 and -lo < 40 and hi == pytest.approx(-lo)
     assert sorted(line.get_markerfacecolor() == "white" for line in points) == sorted(accuracy.n < 2)
 
 

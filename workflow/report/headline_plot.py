@@ -225,8 +225,9 @@ def _draw_accuracy(ax, cells: pd.DataFrame) -> None:
     ax.set_yticks([row[e] for e in eps], [f"ε = {'∞' if math.isinf(e) else fmt_eps(e)}" for e in eps])
     for e in eps[:-1]:  # a thin rule between the eps rows
         ax.axhline(row[e] - 0.5, color=style.GREY, lw=0.5, alpha=0.5)
-    lim = max([3.0, *cells["diff"].abs().tolist(), *cells.ci_low.abs().dropna().tolist(),
-               *cells.ci_high.abs().dropna().tolist()]) * 1.1
+    drawn = cells[cells.n >= 2]  # the intervals drawn: a one-run cell's (from the paper's spread) is not
+    lim = max([3.0, *cells["diff"].abs().tolist(), *drawn.ci_low.abs().dropna().tolist(),
+               *drawn.ci_high.abs().dropna().tolist()]) * 1.1
     ax.set_xlim(-lim, lim)
     ax.set_ylim(-0.6, max(len(eps), 1) - 0.4)
     ax.set_xlabel("ours − paper (points)")
