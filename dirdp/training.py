@@ -259,11 +259,9 @@ def _session(step: int, prov: dict, device) -> dict:
     are unknown); a session recorded before ``processor`` was has none (:func:`dirdp.run_result.devices`). A session
     of uncommitted code ("+dirty") also records ``dirty_files`` and ``dirty_diff_sha256``
     (:func:`dirdp.provenance.git_state`)."""
-    session = dict(start_step=int(step), git_commit=prov["git_commit"], torch_threads=torch.get_num_threads(),
-                   device=str(device), processor=prov["device"], started_utc=prov["created_utc"])
-    if "dirty_files" in prov:  # uncommitted code: which files differed from the commit as this session started
-        session.update(dirty_files=prov["dirty_files"], dirty_diff_sha256=prov.get("dirty_diff_sha256"))
-    return session
+    dirty = {k: prov.get(k) for k in ("dirty_files", "dirty_diff_sha256")} if "dirty_files" in prov else {}
+    return dict(start_step=int(step), git_commit=prov["git_commit"], torch_threads=torch.get_num_threads(),
+                device=str(device), processor=prov["device"], started_utc=prov["created_utc"], **dirty)
 
 
 def _load_checkpoint(path: Path, cfg: RunConfig, device) -> dict:
