@@ -189,17 +189,21 @@ def test_a_figures_subtitle_names_only_what_all_its_runs_share():
     """One setting: named whole. Several (the full-width campaign beside the 0.25x runs): what they share, and that
     the legend tells the lines apart, never the first setting alone (it once read "full width, bf16" over a figure
     whose runs were mostly at 0.25x)."""
-    import math
+    import pandas as pd
 
     from workflow.report import runs_note
 
+    def table(*rows):  # an object table's rows: (origin, protocol, setting)
+        return pd.DataFrame(rows, columns=["origin", "protocol", "setting"])
+
     full, quarter = "paper protocol, full width, bf16", "paper protocol, reduced width (0.25x channels)"
-    assert runs_note("cpu", [full]) == f"runs: profile 'cpu', {full}"
-    both = runs_note("cpu", [full, quarter, quarter])
+    assert runs_note("cpu", table(("here", "paper protocol", full), ("paper", None, None))) == f"runs: profile 'cpu', {full}"
+    both = runs_note("cpu", table(*[("here", "paper protocol", s) for s in (full, quarter, quarter)]))
     assert both == "runs: profile 'cpu', paper protocol; one line per setting (legend)"
     assert "full width" not in both and "0.25x" not in both
-    assert runs_note("cpu", ["a, b", "c, b"]) == "runs: profile 'cpu', one line per setting (legend)"
-    assert runs_note("quick", []) == runs_note("quick", [math.nan]) == "runs: profile 'quick'"
+    assert runs_note("cpu", table(("here", "a", "a, b"), ("here", "c", "c, b"))) == \
+        "runs: profile 'cpu', one line per setting (legend)"
+    assert runs_note("quick", table()) == runs_note("quick", table(("not_run", None, None))) == "runs: profile 'quick'"
 
 
 def test_a_paper_only_figure_says_so_and_a_figure_with_nothing_to_draw_is_not_made():

@@ -29,7 +29,7 @@ MODEL_NAMES = {"inception": "Inception", "resnet18": "ResNet-18", "resnet9": "Re
 # text of a cell not run here, shown as it is
 COLUMNS = ["object", "dataset", "metric", "method", "model", "origin", "eps", "eps_reported", "q", "alpha", "lr",
            "width", "norm", "precision", "mean", "std", "n", "seeds", "paper", "paper_std", "diff", "ci_low", "ci_high",
-           "interval", "interval_df", "verdict", "status", "why", "setting", "certified_eps", "rstar", "source", "runs"]
+           "interval", "interval_df", "verdict", "status", "why", "protocol", "setting", "certified_eps", "rstar", "source", "runs"]
 SHOW_COLUMNS = ["method", "model", "origin", "eps", "eps_reported", "q", "alpha", "lr", "width", "mean", "std", "n",
                 "paper", "paper_std", "diff", "ci_low", "ci_high", "status"]
 
@@ -146,7 +146,7 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
             other_norm = norm == "group" and methods.norm_chosen(sel["method"])
             row = dict(base, origin="here", width=width, norm=norm, precision=prec, mean=float(vals.mean()),
                        std=float(vals.std(ddof=1)) if len(vals) > 1 else None, n=len(vals),
-                       seeds=" ".join(str(s) for s in sorted(at.seed)),
+                       seeds=" ".join(str(s) for s in sorted(at.seed)), protocol=first.protocol,
                        setting=f"{first.protocol}, {first.width_label}" + (", GroupNorm" if other_norm else "")
                        + (", bf16" if prec == "bf16" else ""),
                        certified_eps=at.certified_eps.max(), rstar=first.rstar,

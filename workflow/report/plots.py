@@ -35,21 +35,18 @@ def eps_x(eps: pd.Series, finite_max: float) -> pd.Series:
     return eps.map(lambda e: finite_max * INF_AT if math.isinf(e) else e)
 
 
-def runs_note(profile: str, settings) -> str:
-    """The subtitle that says which runs a figure shows: the profile, and the runs' setting where there is one; with
-    several (widths, precisions, norms) only what they share, and that the legend tells the lines apart."""
-    settings = [s for s in dict.fromkeys(settings) if isinstance(s, str) and s]
+def runs_note(profile: str, table: pd.DataFrame) -> str:
+    """The subtitle that says which runs a figure of an object's table (:func:`workflow.report.object_table`) shows:
+    the profile, and the ``setting`` of its rows run here where they have one; with several (widths, precisions,
+    norms) the ``protocol`` where they share it, and that the legend tells the lines apart."""
+    here = table[table.origin == "here"]
     note = f"runs: profile '{profile}'"
+    settings = list(dict.fromkeys(here.setting.dropna()))
     if len(settings) == 1:
         return f"{note}, {settings[0]}"
     if settings:
-        parts = [s.split(", ") for s in settings]
-        shared = []  # the leading parts every setting has (protocol first, then width, ...)
-        for i, p in enumerate(parts[0]):
-            if not all(len(q) > i and q[i] == p for q in parts):
-                break
-            shared.append(p)
-        return f"{note}, " + (", ".join(shared) + "; " if shared else "") + "one line per setting (legend)"
+        protocols = here.protocol.dropna().unique()
+        return f"{note}, " + (f"{protocols[0]}; " if len(protocols) == 1 else "") + "one line per setting (legend)"
     return note
 
 
