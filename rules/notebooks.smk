@@ -151,9 +151,8 @@ _AUDITS = ("audit_canary", "audit_subspace", "audit_first_layer", "audit_control
 NOTEBOOKS["headline"] = Notebook(
     """The headline figure: every paper cell run here as ours - paper with its 95% interval and verdict (left), each
     audited model's claimed epsilon against its audited lower bound (right); headline_cells.csv is the README's
-    table of the cells, privacy_cost.csv the privacy cost at the paper's width (ours beside the paper's),
-    headline_audit.csv every point of the right panel.""",
-    made("headline", "headline_cells.csv", "privacy_cost.csv", "headline_audit.csv", "headline"),
+    table of the cells, privacy_cost.csv the privacy cost at the paper's width (ours beside the paper's).""",
+    made("headline", "headline_cells.csv", "privacy_cost.csv", "headline"),
     (BEYOND, "Headline", "the headline: accuracy and privacy"),
     run_inputs(sorted({p for o in OBJECTS.values() if o.paper_object is None for p in profile_run_paths(o, PROFILE)}))
     + [f for job in NOTEBOOKS.values() if job.made for f in job.files if Path(f).stem in _AUDITS and f.endswith(".csv")],

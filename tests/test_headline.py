@@ -1,10 +1,8 @@
 """The headline's tables and its figure: the cells are the objects' own rows (paper model and protocol, a printed
-value), the audit points take the claim for each row's own adjacency where the CSV has it and leave out rows with no
-finite claim; the figure draws the tests of the paper's claim and the paper's-width cells (a row per eps) in at most 12
+value); the audit CSVs it draws from say what the findings say; the figure draws the tests of the paper's claim and the paper's-width cells (a row per eps) in at most 12
 rows, a bound the trials cap as a bound, vermillion for "above the claim" alone, one run as a point alone."""
 
 import math
-import shutil
 from pathlib import Path
 
 import matplotlib
@@ -49,56 +47,27 @@ def test_the_cells_are_the_paper_cells_run_here_with_the_tables_own_estimate():
     assert labels.verdict(full.verdict, full.n) == "within 1 point of the paper"
 
 
-def _with_matched_claims(tmp_path: Path) -> Path:
-    """The committed audit CSVs, audit_subspace.csv given issue 34's columns: the claim for the row's own adjacency
-    (none for Algorithm 1's add/remove at q = 1; twice the add/remove claim for replace-one at q < 1) and a final-model
-    twin of every row."""
-    for name in ("audit_canary.csv", "audit_batchnorm.csv"):
-        shutil.copy(CPU / name, tmp_path / name)
-    t, prov = provenance.read_csv(CPU / "audit_subspace.csv")
-    alg1_q1 = (t.method == "alg1") & (t.q >= 1)
-    t["matched_claim_eps"] = t.claimed_eps.where(t.adjacency == "add", 2 * t.claimed_eps).where(
-        ~alg1_q1, t.claimed_eps.where(t.adjacency == "replace", math.inf))
-    t["adversary_sees"] = "every update"
-    final = t.assign(adversary_sees="final model", eps_lower_bound=t.eps_lower_bound / 2)
-    provenance.write_csv(pd.concat([t, final], ignore_index=True), tmp_path / "audit_subspace.csv", prov)
-    return tmp_path
+def test_the_committed_audits_say_what_the_headline_draws():
+    """The audit CSVs the privacy panel is drawn from, checked for what the README's findings say of them: the exact
+    first-layer test finds no finite eps at the paper's claims (add/remove 1, replace-one 2 by group privacy); the
+    canary audit bounds Algorithm 1 far above its claim; the DP-SGD control finds a bound above zero and not above
+    DP-SGD's own eps; each subspace row faces the claim for its own adjacency."""
+    def read(name):
+        return provenance.read_csv(CPU / f"{name}.csv")[0]
 
-
-def test_the_audit_points_of_the_committed_csvs():
-    audit = headline.audit_points(CPU)
-    assert list(audit.columns) == headline.AUDIT_COLUMNS
-    assert set(audit.audit) == {"canary", "subspace", "batchnorm", "first layer", "control", "one run"}
-    first = audit[audit.audit == "first layer"]  # the exact final-model test on the paper's Inception, each setting
-    assert set(first.model) == {"inception w=1 (BatchNorm), bf16", "inception w=0.25 (BatchNorm), bf16",
-                                "inception w=1 (BatchNorm), fp32", "inception w=1 (BatchNorm, conv bias), fp32"}
-    assert first.eps_exact_bound.map(math.isinf).all() and (first.eps_lower_bound > first.claimed_eps).all()
-    assert dict(zip(first.adjacency, first.claimed_eps)) == {"add": 1.0, "replace": 2.0}
-    control = audit[audit.audit == "control"]  # DP-SGD's control: a bound above zero, not above its claim
-    assert len(control) == 2 and ((control.eps_lower_bound > 0) & (control.eps_lower_bound <= control.claimed_eps)).all()
-    canary = audit[(audit.audit == "canary") & (audit.method == "alg1")]
-    assert set(canary.adversary_sees) == {"final model", "every update"}  # the two statistics, told apart
-    assert (canary.claimed_eps == 1.0).all() and (canary.eps_lower_bound > 4.9).all()
-    assert canary.eps_exact_bound.notna().all()  # Algorithm 1's never-sampled bound
-    sub = audit[audit.audit == "subspace"]
-    assert sub[sub.method == "dpsgd"].eps_exact_bound.isna().all()  # a bound on the test, not on DP-SGD
-    # each adjacency faces its own claim (issue 34): q = 1 add/remove has none and is left out; replace-one at q < 1
-    # faces the group-privacy conversion, twice the add/remove epsilon
-    assert not ((sub.q >= 1) & (sub.adjacency == "add") & (sub.method == "alg1")).any()
-    pair = sub[(sub.method == "alg1") & (sub["T"] == 1000) & (sub.adversary_sees == "every update")].set_index("adjacency")
-    assert abs(pair.claimed_eps["replace"] - 2 * pair.claimed_eps["add"]) < 1e-9
-
-
-def test_the_audit_points_use_the_claim_for_the_rows_own_adjacency(tmp_path):
-    audit = headline.audit_points(_with_matched_claims(tmp_path))
-    sub = audit[audit.audit == "subspace"]
-    assert math.isfinite(sub.claimed_eps.max())
-    alg1_q1 = sub[(sub.method == "alg1") & (sub.q >= 1)]
-    assert set(alg1_q1.adjacency) == {"replace"}  # add/remove at q = 1: no finite claim, left out
-    q_small = sub[(sub.q < 1) & (sub.model == "papernot_cnn w=1") & (sub.adversary_sees == "every update")]
-    claims = dict(zip(q_small.adjacency, q_small.claimed_eps))
+    first = read("audit_first_layer")
+    first = first[first.statistic == "either"]
+    assert first.exact_bound.map(math.isinf).all() and (first.eps_lower_bound > first.matched_claim_eps).all()
+    assert dict(zip(first.adjacency, first.matched_claim_eps)) == {"add": 1.0, "replace": 2.0}
+    canary = read("audit_canary")
+    alg1 = canary[canary.method == "alg1"]
+    assert (alg1.claimed_eps == 1.0).all() and (alg1.eps_lower_bound > 4 * alg1.claimed_eps).all()
+    control = read("audit_control")
+    assert len(control) == 2 and ((control.eps_lower_bound > 0) & (control.eps_lower_bound <= control.mechanism_eps)).all()
+    sub = read("audit_subspace")
+    pair = sub[(sub.method == "alg1") & (sub["T"] == 1000) & (sub.adversary_sees == "every update")]
+    claims = dict(zip(pair.adjacency, pair.matched_claim_eps))
     assert claims["replace"] == pytest.approx(2 * claims["add"])
-    assert set(sub.adversary_sees) == {"every update", "final model"}
 
 
 def _cells():
@@ -209,40 +178,6 @@ def test_one_run_is_a_point_alone_and_a_mean_has_its_interval():
     lo, hi = headline_plot.draw_headline(one, CPU)[0].axes[1].get_xlim()
     assert hi < 40 and -lo < 40 and hi == pytest.approx(-lo)
     assert sorted(line.get_markerfacecolor() == "white" for line in points) == sorted(accuracy.n < 2)
-
-
-def _more_audit_rows(tmp_path: Path) -> Path:
-    """The committed audit CSVs with rows a later audit adds: final-model canary rows of the paper's Inception at
-    1x and 0.25x, with a ``ceiling`` column (blank for the rows made before it) and an exact bound written
-    "unbounded" or inf."""
-    for name in ("audit_subspace.csv", "audit_batchnorm.csv", "audit_first_layer.csv", "audit_control.csv",
-                 "audit_one_run.csv"):
-        shutil.copy(CPU / name, tmp_path / name)
-    t, prov = provenance.read_csv(CPU / "audit_canary.csv")
-    new = t[(t.method == "alg1") & (t.statistic == "final")].head(2).copy()
-    new["model"] = ["inception w=1 (BatchNorm)", "inception w=0.25 (BatchNorm)"]
-    new["eps_exact_bound"] = ["unbounded", "inf"]
-    new["eps_lower_bound"] = [2.0, 3.0]
-    new["ceiling"] = [3.5, 3.2]
-    out = pd.concat([t.assign(ceiling=""), new], ignore_index=True)
-    out["eps_exact_bound"] = out.eps_exact_bound.astype(str).replace("nan", "")
-    provenance.write_csv(out, tmp_path / "audit_canary.csv", prov)
-    return tmp_path
-
-
-def test_the_audit_points_take_any_rows_their_ceilings_and_infinite_exact_bounds(tmp_path):
-    committed = headline.audit_points(CPU)
-    canary = committed[committed.audit == "canary"]
-    # 500 held-out trials per world cap every canary bound: the ceiling, from held_out_per_world where the CSV has
-    # no ceiling column (delta = 0 for LATENT's local guarantee, 1e-5 for the others)
-    assert canary.ceiling.notna().all() and (canary.eps_lower_bound <= canary.ceiling + 1e-9).all()
-    assert canary.ceiling.round(3).isin([4.906]).all()
-    sub = committed[committed.audit == "subspace"]
-    assert sub.ceiling.notna().all()  # audit_subspace.csv's own column
-
-    audit = headline.audit_points(_more_audit_rows(tmp_path))
-    added = audit[(audit.audit == "canary") & audit.model.str.startswith("inception w=")]
-    assert list(added.ceiling) == [3.5, 3.2] and added.eps_exact_bound.map(math.isinf).all()
 
 
 def _table(obj, dataset, rows):

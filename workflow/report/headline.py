@@ -5,34 +5,27 @@ own models only), ours - paper with its 95% interval and the verdict of :func:`w
 same rule as the objects' tables (whose rows these are). Beside it, the cells a reader looks for first:
 :func:`paper_cells`, every Algorithm-1 cell the paper prints for an object run here (whether or not it is run here
 at the paper's width yet), and :func:`privacy_cost`, what privacy costs at the paper's width (accuracy at eps = inf
-minus that at each eps), ours beside the paper's. Right, :func:`audit_points`: for each audited model the
-claimed epsilon against the audited 95% lower bound, and the exact bound where the audit computes one, read from the
-audit CSVs; a row with no finite claim for its own neighbouring relation is left out.
+minus that at each eps), ours beside the paper's. The figure's privacy panel is
+:mod:`workflow.report.headline_plot`'s, drawn from the audit CSVs themselves.
 """
 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pandas as pd
 
-from dirdp import methods, provenance
-from dirdp.protocol import Protocol
-from workflow.report import labels
+from dirdp import methods
 from workflow.report.compare import PAPER_SEEDS, welch_from_stats
 from workflow.report.objects import paper_model
 
 CELL_COLUMNS = ["object", "dataset", "method", "eps", "width", "precision", "n", "ours_mean", "ours_std", "paper_mean",
                 "paper_std", "paper_n", "diff", "ci_low", "ci_high", "interval", "interval_df", "verdict"]
-AUDIT_COLUMNS = ["audit", "method", "model", "setting", "q", "T", "adjacency", "adversary_sees", "claimed_eps",
-                 "eps_lower_bound", "eps_exact_bound", "ceiling", "source"]
-PAPER_DELTA = Protocol.delta  # the paper's delta, 1e-5 (every central claim here)
 FULL_WIDTH = 1.0  # the paper's models: the width of the cells the findings lead with
 PAPER_CELL_COLUMNS = ["object", "dataset", "eps", "paper_mean", "paper_std"]
 PRIVACY_COST_COLUMNS = ["object", "dataset", "eps", "width", "precision", "mean_inf", "std_inf", "n_inf", "mean_eps",
                         "std_eps", "n_eps", "ours_cost", "ci_low", "ci_high", "interval", "interval_df", "paper_inf",
-                        "paper_eps", "paper_cost", "diff", "status"]  # interval, status: keys (workflow.report.labels)
+                        "paper_eps", "paper_cost", "diff", "status"]  # interval, status: keys (labels.py)
 
 
 def headline_cells(tables: list[pd.DataFrame]) -> pd.DataFrame:
@@ -140,125 +133,3 @@ def privacy_cost(cells: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
                     row["interval"] = "one_run"
             rows.append(row)
     return pd.DataFrame(rows, columns=PRIVACY_COST_COLUMNS)
-
-
-def _claim(t: pd.DataFrame, fallback: str) -> pd.Series:
-    """The claim each audit row faces: ``matched_claim_eps`` (the claim for the row's own adjacency) where the CSV
-    has it, else ``fallback``; inf where no finite claim exists (an empty cell)."""
-    col = t["matched_claim_eps"] if "matched_claim_eps" in t else t[fallback]
-    return pd.to_numeric(col, errors="coerce").fillna(math.inf)
-
-
-INFINITE = ("inf", "+inf", "infinity", "unbounded", "∞")  # how a CSV may spell an infinite bound
-
-
-def _number(col) -> pd.Series:
-    """A column of bounds as floats: inf where it says so in words (:data:`INFINITE`), NaN where it is empty."""
-    col = pd.Series(col)
-    words = col.map(lambda v: isinstance(v, str) and v.strip().lower() in INFINITE)
-    return pd.to_numeric(col.where(~words, math.inf), errors="coerce")
-
-
-def _delta(method: str) -> float:
-    """The delta of a canary row's claim: 0 for a local guarantee (LATENT's eps-LDP per record), else the paper's."""
-    return 0.0 if methods.is_local(method) else PAPER_DELTA
-
-
-def _ceiling(t: pd.DataFrame) -> pd.Series:
-    """Each audit row's trial ceiling, the largest lower bound its held-out trials can certify (no error on them), in
-    the rows' order: the CSV's ``ceiling`` where it has one for the row, else from its ``held_out_per_world`` (with
-    the delta of its method's claim, at its ``confidence``), else NaN (not known)."""
-    out = (_number(t["ceiling"]) if "ceiling" in t else pd.Series(math.nan, index=t.index)).tolist()
-    if "held_out_per_world" in t:
-        from dirdp.audit.stats import epsilon_lower_bound  # torch: only where a ceiling is computed
-
-        for i, (_, r) in enumerate(t.iterrows()):
-            n = r["held_out_per_world"]
-            if math.isnan(out[i]) and not pd.isna(n):
-                out[i] = epsilon_lower_bound(false_positives=0, n_negatives=int(n), false_negatives=0,
-                                             n_positives=int(n), delta=_delta(r["method"]),
-                                             confidence=float(r.get("confidence", 0.95))).epsilon
-    return pd.Series(out, dtype=float)
-
-
-def audit_points(results: str | Path) -> pd.DataFrame:
-    """The audited models of ``results`` (audit_canary.csv, audit_subspace.csv, audit_batchnorm.csv,
-    audit_first_layer.csv, audit_control.csv, audit_one_run.csv, those that exist), one row per model, setting and adversary: claimed eps, 95% lower bound, and the exact bound where the
-    audit computes one for the mechanism (Algorithm 1's never-sampled bound: NaN for the others; inf, or a word of
-    :data:`INFINITE` in the CSV: no finite eps), and the trial ceiling (:func:`_ceiling`: NaN where the CSV gives no
-    way to know it). Any number of rows per CSV; rows alike but for their adjacency are one row (adjacency
-    "add/replace"); rows with no finite claim are left out. Columns: :data:`AUDIT_COLUMNS`."""
-    results = Path(results)
-    parts = []
-    if (path := results / "audit_canary.csv").exists():
-        t, _ = provenance.read_csv(path)
-        sees = t["adversary_sees"] if "adversary_sees" in t else t.statistic.map(labels.SEES).fillna("one release")
-        setting = [("one release" if methods.is_local(m) else f"q = {q:g}, T = {int(n):,}")
-                   for m, q, n in zip(t.method, t.q, t["T"])]
-        parts.append(pd.DataFrame(dict(audit="canary", method=t.method, model=t.model, setting=setting, q=t.q, T=t["T"],
-                                       adjacency=t["adjacency"] if "adjacency" in t else "add", adversary_sees=sees,
-                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
-                                       eps_exact_bound=_number(t.eps_exact_bound), ceiling=_ceiling(t).values,
-                                       source=path.name)))
-    if (path := results / "audit_subspace.csv").exists():
-        t, _ = provenance.read_csv(path)
-        model = t.model.str.split(" (", regex=False).str[0]  # "papernot_cnn w=1 (tanh, ...)": its name and width
-        parts.append(pd.DataFrame(dict(audit="subspace", method=t.method, model=model, setting=t.setting, q=t.q,
-                                       T=t["T"], adjacency=t.adjacency,
-                                       adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "every update",
-                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
-                                       eps_exact_bound=_number(t.exact_bound).where(t.method.map(methods.is_ours)),
-                                       ceiling=_ceiling(t).values, source=path.name)))
-    if (path := results / "audit_batchnorm.csv").exists():
-        t, _ = provenance.read_csv(path)
-        t = t[t.kind == "running_statistics"]
-        model = t.model + ", BatchNorm running statistics"
-        parts.append(pd.DataFrame(dict(audit="batchnorm", method=methods.ALG1, model=model,
-                                       setting="one step, q = 1", q=1.0, T=1, adjacency=t.adjacency,
-                                       adversary_sees=t["adversary_sees"] if "adversary_sees" in t else "final model",
-                                       claimed_eps=_claim(t, "reference"), eps_lower_bound=_number(t.value),
-                                       eps_exact_bound=(_number(t.exact_bound) if "exact_bound" in t else math.nan),
-                                       ceiling=_ceiling(t).values, source=path.name)))
-    if (path := results / "audit_first_layer.csv").exists():  # the paper's Inception, its protocol, the final model
-        t, _ = provenance.read_csv(path)
-        # each setting's own test: either statistic; with a conv bias the weights' alone (the bias moves the mean)
-        biased = t["conv_bias"].astype(str).str.lower().eq("true") if "conv_bias" in t else False
-        t = t[(t.statistic == "either") | (biased & (t.statistic == "first_conv"))].reset_index(drop=True)
-        model = t.model + (", " + t.precision if "precision" in t else "")  # each setting apart (bf16, fp32, bias)
-        parts.append(pd.DataFrame(dict(audit="first layer", method=methods.ALG1, model=model,
-                                       setting=[f"q = {q:.3g}, T = {int(n):,}" for q, n in zip(t.q, t["T"])], q=t.q,
-                                       T=t["T"], adjacency=t.adjacency, adversary_sees=t.adversary_sees,
-                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
-                                       eps_exact_bound=_number(t.exact_bound), ceiling=_ceiling(t).values,
-                                       source=path.name)))
-    if (path := results / "audit_control.csv").exists():  # DP-SGD audited by a test with power
-        t, _ = provenance.read_csv(path)
-        parts.append(pd.DataFrame(dict(audit="control", method=t.method, model=t.model,
-                                       setting=[f"q = {q:.3g}, T = {int(n):,}" for q, n in zip(t.q, t["T"])], q=t.q,
-                                       T=t["T"], adjacency="add", adversary_sees=t.adversary_sees,
-                                       claimed_eps=_claim(t, "claimed_eps"), eps_lower_bound=_number(t.eps_lower_bound),
-                                       eps_exact_bound=math.nan, ceiling=_ceiling(t).values,
-                                       source=path.name)))
-    if (path := results / "audit_one_run.csv").exists():  # the one-run audit of real trainings: each score's best k
-        t, _ = provenance.read_csv(path)
-        t = t[(t.verdict != "not_run_yet") & t.best.astype(str).str.lower().eq("true")].reset_index(drop=True)
-        model = [f"{m} {w} ({s.replace('_', ' ')})" for m, w, s in zip(t.model, t.model_label, t.score)]
-        parts.append(pd.DataFrame(dict(audit="one run", method=t.method, model=model,
-                                       setting=[f"q = {q:.3g}, T = {int(n):,}, {int(m):,} canaries"
-                                                for q, n, m in zip(t.q, t["T"], t.canaries)], q=t.q, T=t["T"],
-                                       adjacency="add", adversary_sees="final model",
-                                       claimed_eps=_number(t.claimed_eps), eps_lower_bound=_number(t.eps_lower_bound),
-                                       eps_exact_bound=math.nan, ceiling=_number(t.most_these_guesses_can_show),
-                                       source=path.name)))
-    if not parts:
-        return pd.DataFrame(columns=AUDIT_COLUMNS)
-    out = pd.concat(parts, ignore_index=True)
-    out = out[out.claimed_eps.map(math.isfinite)]
-    merged = {}  # rows alike but for their adjacency: one row
-    for r in out.to_dict("records"):
-        key = tuple(str(v) for c, v in r.items() if c != "adjacency")
-        if key in merged:
-            merged[key]["adjacency"] += f"/{r['adjacency']}"
-        else:
-            merged[key] = r
-    return pd.DataFrame(list(merged.values()), columns=AUDIT_COLUMNS)

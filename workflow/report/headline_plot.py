@@ -7,7 +7,7 @@ bar), the exact bound where the audit computes one (at the axis' break to infini
 DP-SGD its own eps. Vermillion means "above its claim" and nothing else. Right, Algorithm 1's cells at the paper's
 width (:func:`accuracy_rows`), one row per eps holding each data set's cell (a marker each): ours - paper with its 95%
 interval for a mean over n >= 2 seeds, one run as a point alone. The title says what the rows show, from the same rows (:func:`conclusion`). Every audited row of the profile
-is in ``headline_audit.csv`` and docs/audit.md; every cell in ``headline_cells.csv`` and the README."""
+is in its audit's CSV and docs/audit.md; every cell in ``headline_cells.csv`` and the README."""
 
 from __future__ import annotations
 

@@ -199,14 +199,3 @@ def first_layer(src) -> str:
         ("canary sampled (median)", "{canary_sampled_median:.0f}"),
         ("P(canary never sampled) = (1 - q)^T", "{never_sampled_probability:.1e}"), ("CPU time", "{cpu_s_total:min}"),
         ("verdict (trials)", "{verdict}"), ("verdict (exact)", "{verdict_exact}")])
-
-
-def points(src) -> str:
-    """Every audited point of the profile (``headline_audit.csv``, :func:`workflow.report.headline.audit_points`): one
-    row per audit, model, setting and adversary, its claim, 95% lower bound, the most its trials can show and its
-    exact bound; the headline figure draws the rows that decide the paper's claim."""
-    return columns(src.csv("headline_audit"), [
-        ("audit", "{audit}"), ("method", "{method:method}"), ("model", "{model}"), ("setting", "{setting}"),
-        ("neighbours", "{adjacency}"), ("the adversary sees", "{adversary_sees}"), ("claim", "{claimed_eps:.2f}"),
-        ("eps lower bound (95%)", bound("eps_lower_bound", "claimed_eps")), ("most the trials can show", "{ceiling:.2f}"),
-        ("exact bound", "{eps_exact_bound:exact}")])

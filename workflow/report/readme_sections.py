@@ -273,7 +273,6 @@ def builders() -> dict[str, Block]:
         ("audit-first-layer", audit.first_layer, [f"{r}/audit_first_layer.csv"]),
         ("audit-control", privacy.control, [f"{r}/audit_control.csv"]),
         ("audit-one-run", privacy.one_run, [f"{r}/audit_one_run.csv"]),
-        ("audit-points", audit.points, [f"{r}/headline_audit.csv"]),
         ("privacy", privacy.privacy, [f"{r}/audit_first_layer.csv", f"{r}/audit_one_run.csv", f"{r}/audit_control.csv",
                                       f"{r}/audit_subspace.csv"]),
     ]}
