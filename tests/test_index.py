@@ -30,7 +30,10 @@ def test_missing_baseline_cells_are_counted_and_named():
             dict(missing, method="LATENT", eps=1.0, origin="not_run", paper=nan, paper_std=nan),
             dict(base, method="DP-SGD", eps=0.5, origin="cited", status="cited", mean=nan, std=nan, n=0, paper=90.0,
                  paper_std=nan, diff=nan, setting="")]
-    row, lines = index._object_section("table2_mnist", pd.DataFrame(rows), "cpu")
+    from workflow.report.markdown import line
+
+    cells, lines = index._object_section("table2_mnist", pd.DataFrame(rows), "cpu")
+    row, lines = line(cells), "\n".join(lines).splitlines()
     # the keys rendered through labels: the verdict with its width, the reason of each cell not run, once
     assert ("| 2 below the paper (reduced width); 1 no spread printed (reduced width); "
             "2 cells not run here (result file missing: run the DAG) |") in row

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 from workflow.experiments import OBJECTS
+from workflow.report.markdown import table
 from workflow.report.objects import heading
 
 # a notebook's figure: style.save(fig, figures_dir, "<stem>"), or a savefig to figures_dir / f"<stem>.{ext}" or
@@ -41,11 +42,10 @@ def figure_lines(figures: Path, link: str, notebooks: Path) -> list[str]:
              "where there is one, and the notebook that draws it (executed copy: `notebooks/` here).", ""]
     if not pngs:
         return lines + ["None yet: run the DAG."]
-    lines += ["| figure | PDF | drawn by |", "|---|---|---|"]
+    rows = []
     for png in pngs:
         pdf = png.with_suffix(".pdf")
         nb, title = sources.get(png.stem, (None, None))
-        lines.append(f"| [`{png.name}`]({link}/{png.name}) | "
-                     + (f"[`{pdf.name}`]({link}/{pdf.name})" if pdf.exists() else "—") + " | "
-                     + (f"`notebooks/{nb}.ipynb`: {title}" if nb else "—") + " |")
-    return lines
+        rows.append([f"[`{png.name}`]({link}/{png.name})", f"[`{pdf.name}`]({link}/{pdf.name})" if pdf.exists() else "—",
+                     f"`notebooks/{nb}.ipynb`: {title}" if nb else "—"])
+    return lines + [table(["figure", "PDF", "drawn by"], rows)]
