@@ -111,8 +111,9 @@ def test_each_train_job_of_the_dag_has_its_place_in_the_profiles_order_as_priori
                           cwd=REPO, env=dict(os.environ, DIRDP_DATA=str(mirror_root), PYTHONPATH=str(REPO)),
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
-    jobs = re.findall(r"rule train:\n(?:    .*\n)*?    output: (\S+)\n(?:    .*\n)*?    priority: (\d+)", done.stdout)
-    by_priority = [out for out, _ in sorted(jobs, key=lambda j: -int(j[1]))]
+    scheduled = re.findall(r"rule train:\n(?:    .*\n)*?    output: (\S+)\n(?:    .*\n)*?    priority: (\d+)",
+                           done.stdout)
+    by_priority = [out for out, _ in sorted(scheduled, key=lambda j: -int(j[1]))]
     assert by_priority == queued  # the targets given in reverse: the order is the priorities', not the command's
 
 

@@ -1,8 +1,10 @@
 """A replay of a run's stretch between two committed checkpoints, bit for bit, and what the campaign makes of it."""
 
+import io
 import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 import torch
@@ -78,7 +80,7 @@ def test_a_replay_between_two_committed_checkpoints_is_bit_for_bit_equal(history
 def test_a_changed_weight_is_found_and_the_result_stays_dirty(history, tiny_root, tmp_path):
     repo, out, commits, kept = history
     ckpt = out.with_name(out.name + ".ckpt.pt")
-    tampered = torch.load(__import__("io").BytesIO(kept[8]), weights_only=False)
+    tampered = torch.load(io.BytesIO(kept[8]), weights_only=False)
     name = next(iter(tampered["model"]))
     tampered["model"][name] = tampered["model"][name].clone()
     tampered["model"][name].view(-1)[0] += 1e-3
@@ -111,7 +113,7 @@ def test_a_replay_that_does_not_reach_past_the_dirty_session_does_not_cover_it(h
 @pytest.mark.slow  # trains a tiny run
 def test_bad_input_gets_one_line(history, tmp_path):
     repo, out, commits, _ = history
-    run = [__import__("sys").executable, "-m", "workflow.campaign.replay"]
+    run = [sys.executable, "-m", "workflow.campaign.replay"]
     done = subprocess.run([*run, str(tmp_path / "none.json"), "--before", "x", "--after", "y"], capture_output=True,
                           text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "no result" in done.stderr

@@ -13,6 +13,7 @@ from dirdp import provenance
 from workflow import report
 from workflow.experiments import Profile, get_object
 from workflow.report import index
+from workflow.report.markdown import line
 
 matplotlib.use("Agg")
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +60,8 @@ def test_table9_keeps_q_and_figure2_shows_alpha_and_the_learning_rate(tmp_path):
     fig2 = report.object_table(get_object("fig2_learning_rate_vs_alpha"), prof, runs_root=str(tmp_path))
     cells = fig2[fig2.origin != "cited"]
     assert len(cells) == 105 and cells.alpha.notna().all() and cells.lr.notna().all() and (cells.eps == 1.0).all()
-    row, lines = index._object_section("fig2_learning_rate_vs_alpha", fig2, "cpu")
+    cells_, lines = index._object_section("fig2_learning_rate_vs_alpha", fig2, "cpu")
+    row = line(cells_)
     text = "\n".join(lines)
     assert "eps=nan" not in text and "105 cells" in row
     assert "Algorithm 1 eps=1 alpha=0.1 lr=0.01/0.025/0.05/0.075/0.1/0.2/0.3/0.4/0.5/0.75/1, Algorithm 1" in text
@@ -70,8 +72,8 @@ def test_the_index_lists_every_figure_with_the_notebook_that_draws_it(tmp_path):
     figures.mkdir(parents=True)
     for name in ("width_effect.png", "width_effect.pdf", "fig3a_fashionmnist.png", "headline.png", "stray.png"):
         (figures / name).write_bytes(b"")
-    lines = index.figure_lines(figures, "../../figures/p", REPO / "notebooks")
-    rows = [line for line in lines if line.startswith("| [")]
+    lines = "\n".join(index.figure_lines(figures, "../../figures/p", REPO / "notebooks")).splitlines()
+    rows = [r for r in lines if r.startswith("| [")]
     assert [re.match(r"\| \[`([^`]+)`\]", r).group(1) for r in rows] == [
         "headline.png", "fig3a_fashionmnist.png", "stray.png", "width_effect.png"]
     assert "[`width_effect.pdf`](../../figures/p/width_effect.pdf)" in rows[3]

@@ -168,8 +168,6 @@ def object_table(obj: PaperObject, profile: Profile, *, runs_root: str = "result
 def paper_model(table: pd.DataFrame) -> pd.DataFrame:
     """The rows of an object table made with the paper's own models: without Algorithm 1's GroupNorm rows
     (``--norm group``, an option here), which figures and summaries that compare with the paper leave out."""
-    if "norm" not in table:
-        return table
     return table[~(table.method.map(methods.norm_chosen).astype(bool) & (table.norm == "group"))]
 
 

@@ -79,7 +79,7 @@ def draw_accuracy(ax, obj: PaperObject, table: pd.DataFrame, title_note: str = "
                         label=f"{m} (paper)" if k == 0 else None)
                 ax.fill_between(px, part.paper - part.paper_std.fillna(0), part.paper + part.paper_std.fillna(0),
                                 color=color, alpha=0.15)
-        ours = _with_keys(table[(table.method == m) & (table.origin == "here")])
+        ours = table[(table.method == m) & (table.origin == "here")]
         widths = sorted(ours.width.dropna().unique(), reverse=True)
         for j, (w, norm, prec) in enumerate(_lines(ours)):  # one line per width, norm and precision, all solid
             at = ours[(ours.width == w) & (ours.norm == norm) & (ours.precision == prec)].sort_values(x)
@@ -126,16 +126,9 @@ def _apart(rows: pd.DataFrame, x: str) -> list[pd.DataFrame]:
     return [part for part in (rows[~inf], rows[inf]) if len(part)]
 
 
-def _with_keys(ours: pd.DataFrame) -> pd.DataFrame:
-    """``ours`` with norm and precision filled (a CSV made before they were recorded: BatchNorm, fp32)."""
-    return ours.assign(norm=ours.norm.fillna("batch") if "norm" in ours else "batch",
-                       precision=ours.precision.fillna("fp32") if "precision" in ours else "fp32")
-
-
 def _lines(ours: pd.DataFrame) -> list[tuple]:
     """The lines of one method's rows made here: (width, norm, precision), the widest first, BatchNorm before
     GroupNorm, fp32 before bf16."""
-    ours = _with_keys(ours)
     keys = {(w, n, p) for w, n, p in zip(ours.width, ours.norm, ours.precision) if not pd.isna(w)}
     return sorted(keys, key=lambda k: (-k[0], k[1], k[2] != "fp32"))
 

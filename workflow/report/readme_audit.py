@@ -184,10 +184,9 @@ def _run_named(src, path: str, table: str) -> dict:
 
 def first_layer(src) -> str:
     """The exact final-model test on the paper's Inception (results/<profile>/audit_first_layer.csv): one row per
-    setting (width, precision, conv bias), neighbouring relation and statistic. A CSV written before the
-    ``conv_bias`` column (every convolution bias-free) reads as conv_bias False."""
+    setting (width, precision, conv bias), neighbouring relation and statistic."""
     t = src.csv("audit_first_layer").copy()
-    t["conv_bias"] = t["conv_bias"].map(_flag) if "conv_bias" in t.columns else False
+    t["conv_bias"] = t["conv_bias"].map(_flag)
     return columns(t, [
         ("model", "{model:model}"), ("precision", "{precision:precision}"), ("conv bias", "{conv_bias:conv_bias}"),
         ("q", "{q:.5f}"), ("T", "{T:,.0f}"), ("adjacency", "{adjacency:adjacency}"),

@@ -31,10 +31,6 @@ def width_effect(src) -> str:
     """``width_effect.csv`` as a table: Algorithm 1's accuracy at each (data set, eps, width, precision) beside the
     paper's full-width value, FashionMNIST first."""
     t = src.csv("width_effect")
-    if "precision" not in t:  # a table made before runs had a precision: every run was fp32
-        t["precision"] = "fp32"
-    if "dataset" not in t:  # a table made before the MNIST panel: FashionMNIST alone
-        t["dataset"] = "fashionmnist"
     t = t.assign(order=t.dataset != "fashionmnist").sort_values(["order", "dataset", "eps", "width", "precision"])
     return columns(t, [
         ("data set", "{dataset:dataset}"), ("eps", "{eps:eps}"),

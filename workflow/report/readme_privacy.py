@@ -50,7 +50,7 @@ def one_run(src) -> str:
     result is listed as not run yet."""
     t = src.csv("audit_one_run")
     done = t[t.verdict != "not_run_yet"]
-    done = done[done.best.astype(str).str.lower() == "true"]
+    done = done[done.best.map(_flag)]
     done = done.assign(model=[_model_name(m, lab) for m, lab in zip(done.model, done.model_label)],
                        score=done.score.map(SCORES), verdict=done.verdict.map(ONE_RUN_VERDICTS))
     head = ["method", "model", "q", "T", "canaries", "score", "claim, add/remove (accountant)", "its own eps",
@@ -72,7 +72,7 @@ def privacy(src) -> str:
     final-model subspace test on the GroupNorm Inception at the paper's q (a null)."""
     rows = []
     fl = src.csv("audit_first_layer").copy()
-    fl["conv_bias"] = fl["conv_bias"].map(_flag) if "conv_bias" in fl.columns else False
+    fl["conv_bias"] = fl["conv_bias"].map(_flag)
     own = fl[(fl.width == 1.0)
              & ((fl.statistic == "either") | (fl.conv_bias & (fl.statistic == "first_conv")))]
     for r in own.itertuples():
@@ -85,7 +85,7 @@ def privacy(src) -> str:
                      _bold_if(r.eps_lower_bound, r.matched_claim_eps), _exact(r.exact_bound), r.verdict_exact])
     if (src.folder / "audit_one_run.csv").exists():
         t = src.csv("audit_one_run")
-        best = t[(t.verdict != "not_run_yet") & (t.best.astype(str).str.lower() == "true")]
+        best = t[(t.verdict != "not_run_yet") & t.best.map(_flag)]
         for r in best.itertuples():
             rows.append([f"one-run audit, {r.canaries:,.0f} canaries, {r.score.replace('_', ' ')}",
                          f"{METHOD(r.method)}, {_model_name(r.model, r.model_label)}", "final model", ADJ["add"],
