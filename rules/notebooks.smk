@@ -149,9 +149,10 @@ NOTEBOOKS["audit_figures"] = Notebook(
 # The headline reads the audits' tables that the profile makes.
 _AUDITS = ("audit_canary", "audit_subspace", "audit_first_layer", "audit_control", "audit_batchnorm", "audit_one_run")
 NOTEBOOKS["headline"] = Notebook(
-    """The headline figure: every paper cell run here as ours - paper with its 95% interval and verdict (left), each
-    audited model's claimed epsilon against its audited lower bound (right); headline_cells.csv is the README's
-    table of the cells, privacy_cost.csv the privacy cost at the paper's width (ours beside the paper's).""",
+    """The headline figure: the tests of the paper's privacy claim, each claimed epsilon against its audited bounds
+    (left), and the paper's-width cells as ours - paper with its 95% interval and verdict (right);
+    headline_cells.csv is the README's table of the cells, privacy_cost.csv the privacy cost at the paper's width
+    (ours beside the paper's).""",
     made("headline", "headline_cells.csv", "privacy_cost.csv", "headline"),
     (BEYOND, "Headline", "the headline: accuracy and privacy"),
     run_inputs(sorted({p for o in OBJECTS.values() if o.paper_object is None for p in profile_run_paths(o, PROFILE)}))

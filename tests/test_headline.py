@@ -61,7 +61,7 @@ def test_the_committed_audits_say_what_the_headline_draws():
     assert dict(zip(first.adjacency, first.matched_claim_eps)) == {"add": 1.0, "replace": 2.0}
     canary = read("audit_canary")
     alg1 = canary[canary.method == "alg1"]
-    assert (alg1.claimed_eps == 1.0).all() and (alg1.eps_lower_bound > 4 * alg1.claimed_eps).all()
+    assert len(alg1) and (alg1.claimed_eps == 1.0).all() and (alg1.eps_lower_bound > 4 * alg1.claimed_eps).all()
     control = read("audit_control")
     assert len(control) == 2 and ((control.eps_lower_bound > 0) & (control.eps_lower_bound <= control.mechanism_eps)).all()
     sub = read("audit_subspace")

@@ -1,11 +1,12 @@
 """The headline figure (``figures/<profile>/headline.png``, notebooks/headline.ipynb) and its two tables.
 
-Left, :func:`headline_cells`: every cell of the paper run here (object x method x eps x width x precision, the paper's
-own models only), ours - paper with its 95% interval and the verdict of :func:`workflow.report.compare.estimate`, the
-same rule as the objects' tables (whose rows these are). Beside it, the cells a reader looks for first:
+:func:`headline_cells` (the figure's right panel draws its paper's-width Algorithm-1 rows): every cell of the paper
+run here (object x method x eps x width x precision, the paper's own models only), ours - paper with its 95% interval
+and the verdict of :func:`workflow.report.compare.estimate`, the same rule as the objects' tables (whose rows these
+are). Beside it, the cells a reader looks for first:
 :func:`paper_cells`, every Algorithm-1 cell the paper prints for an object run here (whether or not it is run here
 at the paper's width yet), and :func:`privacy_cost`, what privacy costs at the paper's width (accuracy at eps = inf
-minus that at each eps), ours beside the paper's. The figure's privacy panel is
+minus that at each eps), ours beside the paper's. The figure's left panel, the privacy tests, is
 :mod:`workflow.report.headline_plot`'s, drawn from the audit CSVs themselves.
 """
 

@@ -50,7 +50,7 @@ def one_run(src) -> str:
     result is listed as not run yet."""
     t = src.csv("audit_one_run")
     done = t[t.verdict != "not_run_yet"]
-    done = done[done.best.map(_flag)]
+    done = done[done.best.map(_flag).astype(bool)]
     done = done.assign(model=[_model_name(m, lab) for m, lab in zip(done.model, done.model_label)],
                        score=done.score.map(SCORES), verdict=done.verdict.map(ONE_RUN_VERDICTS))
     head = ["method", "model", "q", "T", "canaries", "score", "claim, add/remove (accountant)", "its own eps",
@@ -85,7 +85,7 @@ def privacy(src) -> str:
                      _bold_if(r.eps_lower_bound, r.matched_claim_eps), _exact(r.exact_bound), r.verdict_exact])
     if (src.folder / "audit_one_run.csv").exists():
         t = src.csv("audit_one_run")
-        best = t[(t.verdict != "not_run_yet") & t.best.map(_flag)]
+        best = t[(t.verdict != "not_run_yet") & t.best.map(_flag).astype(bool)]
         for r in best.itertuples():
             rows.append([f"one-run audit, {r.canaries:,.0f} canaries, {r.score.replace('_', ' ')}",
                          f"{METHOD(r.method)}, {_model_name(r.model, r.model_label)}", "final model", ADJ["add"],
