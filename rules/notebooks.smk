@@ -94,7 +94,8 @@ NOTEBOOKS = {
         made("audit_released_models", "audit_released_models.csv"),
         (AUDIT, "Released models", "membership inference on the released models"),
         run_inputs(sorted(p for p, run in RUNS.items() if methods.spec(run.method).images)),
-        {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}", "n": RELEASED_MODELS_N, "store": True}),
+        {"profile": PROFILE.name, "runs_dir": f"results/runs/{PROFILE.name}",
+         "n": (config.get("audit_released_models") or {}).get("n", RELEASED_MODELS_N), "store": True}),
     "audit_subspace": Notebook(
         """The white-box subspace canary test (workflow.audit.subspace) on the paper's model families, BatchNorm
         replaced by GroupNorm: Algorithm 1 at the paper's r* for eps = 1, DP-SGD at the same claimed eps as the
