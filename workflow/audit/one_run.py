@@ -12,12 +12,10 @@ adjacency of the one-run scheme: a canary is in the training set or not): the ep
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
-from dirdp import methods
 from dirdp.audit.one_run import audit, epsilon_lower_bound
 from dirdp.run_result import model_label, read_run
 
@@ -72,16 +70,3 @@ def rows(path: str | Path, *, ks, confidence: float) -> list[dict]:
                 train_wall_s=rec["wall_time_s"], score_wall_s=one.get("wall_time_s"),
                 git_commit=run["git_commit"]))
     return out
-
-
-def missing_row(path: str | Path, run) -> dict:
-    """The row of a declared run with no result yet (``run``: a :class:`workflow.experiments.Run`)."""
-    return dict(run=str(path), dataset=run.dataset, method=run.method,
-                model=run.model or methods.model_of(run.method, _preset_model(run.dataset)), score=None,
-                canaries=run.canaries, verdict="not_run_yet", best=True, eps_lower_bound=math.nan)
-
-
-def _preset_model(dataset: str) -> str:
-    from dirdp.presets import get_preset
-
-    return get_preset(dataset).model

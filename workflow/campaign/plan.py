@@ -19,7 +19,6 @@ from dirdp.runfile import is_running
 from workflow.experiments import Profile, Run
 
 REPO = Path(__file__).resolve().parents[2]
-EXIT_INTERRUPTED = 75  # python -m dirdp train: stopped by SIGTERM/SIGINT after writing its checkpoint
 
 # smoke mode: the same machinery on CPU with 4-step runs (the test suite runs it), in a profile of its own
 SMOKE_TRAINING = dict(device="cpu", width=0.0625, steps=4, q=0.05, train_subset=256, eval_every=2, threads=1,

@@ -40,7 +40,6 @@ SIZE_CAP = int(SIZE_CAP_MIB * MIB)
 # the offline mirror's files (MNIST/raw, FashionMNIST/raw: train/t10k images and labels, gzip), in bytes
 DATA_BYTES = {"mnist": 1_616_508 + 4_517 + 9_719_438 + 28_857,
               "fashionmnist": 4_422_079 + 5_125 + 26_421_856 + 29_491}
-DATA_FOLDER = {"mnist": "MNIST", "fashionmnist": "FashionMNIST"}
 # Opacus, opt_einsum, pytest, pluggy, iniconfig, packaging (pure-Python wheels; gpu_prepare.sh checks the bound)
 WHEELS_BYTES_MAX = 1_500_000
 # what gpu_prepare.sh bundles by default (GPU_DATASETS): the data set of the queue's first runs, FashionMNIST
