@@ -50,12 +50,12 @@ def test_the_canary_moves_both_once_it_is_sampled(canary_image, adjacency):
     x, y, c = first_layer.worlds(s, x_c, y_c, adjacency)[1]
     assert torch.equal(x[c], x_c) and int(y[c]) == y_c and len(x) == (4 if adjacency == "add" else 3)
     sampled = []
-    for seed in range(12):
-        rec = first_layer.trial(s, x, y, c, seed=seed, test=test)
+    for seed in (0, 1, 2, 7):  # 60 steps at q = 1/240 sample the canary in about one trial in five: these seeds
+        rec = first_layer.trial(s, x, y, c, seed=seed, test=test)  # give both outcomes under either adjacency
         assert (rec["first_conv_changed"] > 0) == (rec["canary_sampled"] > 0)
         assert (rec["running_mean_abs_max"] > 0) == (rec["canary_sampled"] > 0)
-        sampled.append(rec["canary_sampled"])
-    assert 0 < sum(sampled)  # 60 steps at q = 1/240: sampled in about one trial in five
+        sampled.append(rec["canary_sampled"] > 0)
+    assert any(sampled) and not all(sampled), sampled
 
 
 def test_records_resume_and_rows_are_the_statistics_of_the_counts(canary_image, tmp_path, mirror_root):
