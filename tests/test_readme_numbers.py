@@ -507,3 +507,20 @@ def test_every_table_of_a_block_is_written_by_the_one_renderer():
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 assert not node.value.lstrip().startswith(("| ", "|---")), f"{path.name}: a table line by hand"
     assert table(["a", "b"], [[1, "x"], ["", None]]) == "| a | b |\n|---|---|\n| 1 | x |\n|  | |"
+
+
+def test_the_runs_blocks_name_a_one_run_audit_runs_model_and_canaries():
+    """A one-run audit's training (canaries added, and for the control's pair the tanh CNN) is not a cell of the
+    paper's tables: the runs and baselines blocks say so in the model column, and no other row does."""
+    from dirdp.run_result import read_run
+    from workflow.report.runs import run_files
+
+    runs = [read_run(p) for p in run_files(REPO / "results" / "runs" / "cpu")]
+    audited = [r for r in runs if r["canaries"]]
+    assert {r["method"] for r in audited} >= {"alg1", "tempered"}, "the committed one-run audit's runs"
+    made = readme.render(REPO / "results", "cpu", {"runs-alg1", "baselines"})
+    text = made["runs-alg1"][1] + made["baselines"][1]
+    marked = [ln for ln in text.splitlines() if "canaries" in ln]
+    assert len(marked) == len(audited), marked
+    tanh = [ln for ln in made["runs-alg1"][1].splitlines() if "canaries" in ln]
+    assert tanh and all(ln.split(" | ")[2].startswith("tanh CNN, 1x") for ln in tanh), tanh

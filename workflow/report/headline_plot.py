@@ -264,7 +264,7 @@ def draw_headline(cells: pd.DataFrame, results: str | Path):
     fig, (ax, ax2) = plt.subplots(1, 2, figsize=(9.5, 0.62 * max(len(privacy), strip, 3) + 2.4),
                                   gridspec_kw=dict(width_ratios=[2.3, 1], wspace=0.55))
     _draw_privacy(ax, privacy)
-    ax.set_title("Claimed against audited ε at the paper's protocol", loc="left")
+    ax.set_title("Claimed against audited ε (each row's q and T)", loc="left")
     _draw_accuracy(ax2, accuracy)
     fig.suptitle(conclusion(privacy), fontsize=style.FONT + 1)
     return fig, privacy, accuracy

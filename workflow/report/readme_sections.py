@@ -18,6 +18,7 @@ from typing import Callable, NamedTuple
 import pandas as pd
 
 from dirdp import methods
+from dirdp.presets import get_preset
 from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
 from workflow.report import labels
@@ -120,8 +121,12 @@ def table7_high_orders(src: Sources) -> str:
 # --- Runs made here ------------------------------------------------------------------------------------------
 
 def _model(r: dict) -> str:
-    return (f"{r['width']:g}x" + (", GroupNorm" if r["norm"] == "group" else "")
-            + (", bf16" if r["precision"] == "bf16" else ""))
+    """Width, norm and precision; the model's name where it is not the method's usual one (the one-run audit's tanh
+    CNN), and the canaries added to the training set of a one-run audit's run."""
+    usual = methods.spec(r["method"]).model or get_preset(r["dataset"]).model
+    name = "" if r["model"] in (None, usual) else labels.MODELS.get(r["model"], r["model"]) + ", "
+    return (name + f"{r['width']:g}x" + (", GroupNorm" if r["norm"] == "group" else "")
+            + (", bf16" if r["precision"] == "bf16" else "") + (f", + {r['canaries']:,} canaries" if r["canaries"] else ""))
 
 
 def _machine(device: str) -> str:
@@ -177,7 +182,8 @@ def baselines(src: Sources) -> str:
                     row = next(cell.itertuples())
                     paper = f"{_paper(row)} ({row.diff:+.2f})"
             mean = acc(sum(alg1) / len(alg1), pd.Series(alg1).std(), len(alg1)) if alg1 else "—"
-            rows.append([MODEL[method].format(w=r["width"]), NAMES[r["dataset"]], fmt_eps(r["eps"]), _privacy(r),
+            canaries = f", + {r['canaries']:,} canaries (one-run audit)" if r["canaries"] else ""
+            rows.append([MODEL[method].format(w=r["width"]) + canaries, NAMES[r["dataset"]], fmt_eps(r["eps"]), _privacy(r),
                          f"{r['test']:.2f}", paper, mean, minutes([r["wall_time_s"]])])
     return table(["method (model)", "data set", "eps", "privacy as certified (claimed for LATENT)", "test acc.",
                   "paper (ours - paper)", "Alg. 1 at that eps (0.25x)", "wall time"], rows)
