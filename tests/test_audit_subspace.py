@@ -99,6 +99,7 @@ def test_the_bound_beats_alg1s_claim_and_not_dpsgds(rows, adjacency):
     assert dpsgd["claimed_eps"] == alg1["claimed_eps"] and dpsgd["certified_eps"] <= dpsgd["claimed_eps"]
     assert dpsgd["eps_lower_bound"] <= dpsgd["claimed_eps"]
     assert alg1["held_out_per_world"] == TRIALS // 2 and math.isinf(alg1["exact_bound"])
+    assert math.isnan(dpsgd["exact_bound"])  # DP-SGD's world 0 is noise, never exactly 0: no exact bound
 
 
 def test_replace_one_needs_the_replaced_records_rows(problem):
@@ -121,7 +122,9 @@ def test_several_steps_at_q_below_one_detect_exactly_the_runs_that_sample_the_ca
     assert float(v["world0"].max()) < 1e-12  # S_t recomputed at each step's parameters
     assert torch.equal(v["world1"] > 1e-8, v["sampled1"])
     assert 0 < int(v["sampled1"].sum()) < 8  # (this seed) both cases occur: the test sees each
-    row = subspace_rows.audit_rows(res)[0]
+    row, final = subspace_rows.audit_rows(res)
+    assert (row["adversary_sees"], final["adversary_sees"]) == ("every update", "final model")
+    assert math.isnan(final["exact_bound"])  # theta_T moves in world 0 too: the never-sampled event proves nothing
     assert row["T"] == 3 and row["exact_bound"] == pytest.approx(canary.never_sampled_bound(q=0.2, steps=3,
                                                                                            delta=1e-5))
     r = res["claims"]["alg1"].r

@@ -37,12 +37,12 @@ def _views(v: dict, steps: int) -> list[tuple[str, str, str, str]]:
 def audit_rows(res: dict) -> list[dict]:
     """One row per (method, adjacency, statistic): the held-out epsilon lower bound (Clopper-Pearson, 95%) at the
     matched claim's delta, the trial-count ceiling (the bound with no error on the held-out half: the most these
-    trials can show), for q < 1 ``exact_bound``, what the never-sampled event alone proves for a statistic that is 0
+    trials can show), ``exact_bound``: for q < 1 what the never-sampled event alone proves for a statistic that is 0
     without the canary (:func:`never_sampled_bound`: P_D'(S) <= e^eps P_D(S) + delta, S = {statistic = 0}; the other
     direction, P_D(not S) <= e^eps P_D'(not S) + delta, admits no finite eps at all while delta < 1 - (1 - q)^T,
     ``no_finite_eps_below_delta``: exact where world 0's statistic is 0 in exact arithmetic, i.e. Algorithm 1's
-    every-update statistic and its one-step final model), the statistic's quantiles
-    in both worlds, the claim for the row's adjacency and the verdict against it. ``claimed_eps`` stays what
+    every-update statistic and its one-step final model; unbounded at q = 1; NaN for every other row), the
+    statistic's quantiles in both worlds, the claim for the row's adjacency and the verdict against it. ``claimed_eps`` stays what
     Algorithm 1's accountant gives at (q, T) (Theorem 10; Lemma 9 + 13 at q = 1), whatever the adjacency."""
     from dirdp.audit.canary import never_sampled_bound
 
@@ -61,7 +61,9 @@ def audit_rows(res: dict) -> list[dict]:
             lb, thr = audit_threshold(w0.clamp_min(1e-300).log10(), w1.clamp_min(1e-300).log10(), delta=delta)
             ceiling = epsilon_lower_bound(false_positives=0, n_negatives=lb.n_negatives, false_negatives=0,
                                           n_positives=lb.n_positives, delta=delta).epsilon
-            exact = math.inf if c.q >= 1 else never_sampled_bound(q=c.q, steps=c.steps, delta=delta)
+            # exact only where world 0's statistic is 0 in exact arithmetic (as no_finite_eps_below_delta below)
+            exact = ((math.inf if c.q >= 1 else never_sampled_bound(q=c.q, steps=c.steps, delta=delta))
+                     if c.dirichlet and stat == "world" else math.nan)
             trials = res["trials"]
             rows.append(dict(
                 method=method, model=res["model"], adjacency=adjacency, q=c.q, T=c.steps, paper_eps=c.paper_eps,
