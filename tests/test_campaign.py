@@ -68,7 +68,10 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     val, full = jobs[0].args, jobs[3].args
     assert "--bf16" in val and "--channels-last" in val and val[val.index("--threads") + 1] == "1"
     assert val[val.index("--width") + 1] == "0.25" and jobs[0].threads == 1
-    assert "--bf16" in full and float(full[full.index("--width") + 1]) == 1 and full[full.index("--threads") + 1] == "1"
+    # a full-width run: the threads the profile's layout gives width 1 (one run per core, or one run on both)
+    layout = {float(e["width"]): e["threads"] for e in prof.training["threads_by_width"]}
+    assert "--bf16" in full and float(full[full.index("--width") + 1]) == 1
+    assert full[full.index("--threads") + 1] == str(layout[1.0]) == str(jobs[3].threads)
     # the fp32 runs keep their paths and flags: issue 14's in its order, the GroupNorm run before the 5-hour
     # width-0.5 eps = inf run, so that the BatchNorm audit gets its comparison model first
     first = names.index("fashionmnist/alg1_w0.5_eps2_seed0")
@@ -452,6 +455,23 @@ def test_snakemake_reads_the_campaigns_targets_as_targets_whatever_its_options(t
         assert args.targets == [str(j.out.relative_to(tmp_path)) for j in jobs]
         assert list(args.resources) == ["gpu"] and args.config == ["datasets=[mnist]"] and args.force == redo
         assert str(args.directory) == str(tmp_path) and args.nolock and args.keep_going
+
+
+def test_the_campaigns_snakemake_starts_the_head_of_the_queue_first_whatever_its_threads(tmp_path):
+    """With the campaign's scheduler options, on 2 cores, a two-thread job at the head of the queue starts before two
+    one-thread jobs below it (Snakemake's default scheduler starts those two: their priorities sum higher)."""
+    from workflow.campaign import train
+
+    jobs = plan.plan(Profile.load(REPO / "config/gpu.yaml"), results_root=tmp_path / "results/runs", max_runs=1)
+    cmd = train.snakemake_command(REPO / "config/gpu.yaml", jobs, k=2, gpu=False, work=tmp_path)
+    scheduling = cmd[cmd.index("--scheduler"):cmd.index("--scheduler") + 2]
+    (tmp_path / "Snakefile").write_text("\n".join(
+        f"rule {name}:\n    output: '{name}.done'\n    threads: {threads}\n    priority: {priority}\n"
+        f"    shell: 'echo {name} >> order.txt; sleep 1; touch {{output}}'\n"
+        for name, threads, priority in (("head", 2, 10), ("second", 1, 9), ("third", 1, 8))))
+    subprocess.run([sys.executable, "-m", "snakemake", "head.done", "second.done", "third.done", "--cores", "2",
+                    "--quiet", *scheduling], cwd=tmp_path, check=True, capture_output=True)
+    assert (tmp_path / "order.txt").read_text().split()[0] == "head"
 
 
 def test_a_running_runs_status_line_gives_the_pace_its_progress_bar_logged(tmp_path, monkeypatch):
