@@ -228,3 +228,32 @@ def test_gdp_epsilon_is_where_the_hockey_stick_divergence_is_delta(mu):
                             points=[mu / 2 + eps / mu], epsabs=1e-14, limit=200)[0]
     assert hockey == pytest.approx(1e-5, rel=1e-6)
     assert one_run.gdp_epsilon(0.0, 1e-5) == 0.0 and one_run.gdp_epsilon(1e-6, 1e-5) == 0.0
+
+
+def test_the_audit_rows_give_the_f_dp_reading_beside_each_bound_and_the_control_stays_under_its_own_eps():
+    """workflow.audit.one_run.rows on the committed DP-SGD control run (1,000 canaries): each row's Gaussian mu is
+    rejected by its guesses and a mu a hair above it is not; no rejection where half or fewer guesses are right; and
+    the f-DP reading's eps stays under DP-SGD's own eps as Steinke et al.'s bound does (the control is sound)."""
+    from pathlib import Path
+
+    from scipy import special
+
+    from workflow.audit.one_run import rows
+
+    run = Path(__file__).resolve().parents[1] / "results/runs/cpu/mnist/tempered_c1000_eps1_seed0.json"
+    table = rows(run, ks=[20, 50, 100, 200, 500, 1000], confidence=0.95)
+    assert len(table) == 12
+    for row in table:
+        m, r, v, level, mu = row["canaries"], row["guesses"], row["correct"], row["confidence_per_k"], row[
+            "gdp_mu_lower_bound"]
+
+        def rejects(x):
+            return one_run.fdp_rejects(m, r, v, lambda y: float(special.ndtr(special.ndtri(y) - x)), confidence=level)
+
+        if 2 * v <= r:
+            assert mu == 0 and row["gdp_eps_if_gaussian"] == 0
+        if mu > 0:
+            assert rejects(mu * (1 - 1e-6)) and not rejects(mu + 1e-6)
+        assert row["gdp_eps_if_gaussian"] == pytest.approx(one_run.gdp_epsilon(mu, row["delta"]))
+        assert 0 <= row["eps_lower_bound"] <= row["own_eps"] and 0 <= row["gdp_eps_if_gaussian"] <= row["own_eps"]
+    assert any(row["gdp_mu_lower_bound"] > 0 for row in table)  # the guesses show something: the test has power here

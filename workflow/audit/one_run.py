@@ -6,7 +6,10 @@ A run of the profile's ``audit_one_run: runs`` trained on the MNIST training set
 epsilon lower bound by Steinke, Nasr and Jagielski's theorem at the run's delta (:func:`dirdp.audit.one_run.audit`,
 Bonferroni over the grid of k fixed in the profile), against the claim the run makes for add/remove neighbours (the
 adjacency of the one-run scheme: a canary is in the training set or not): the epsilon its own accountant certified
-(Theorem 10 for Algorithm 1, Opacus' RDP for DP-SGD), beside DP-SGD's tighter PRV epsilon (its own eps).
+(Theorem 10 for Algorithm 1, Opacus' RDP for DP-SGD), beside DP-SGD's tighter PRV epsilon (its own eps). Beside
+each bound, Mahloujifar, Melis and Chaudhuri's f-DP analysis of the same guesses (:func:`dirdp.audit.one_run.
+gdp_mu_lower_bound`, at the same confidence): the largest mu of a Gaussian trade-off curve the guesses reject, and the
+eps at the run's delta of that curve, a lower bound on the run's eps only if its trade-off curve is Gaussian.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dirdp.audit.one_run import audit, epsilon_lower_bound
+from dirdp.audit.one_run import audit, epsilon_lower_bound, gdp_epsilon, gdp_mu_lower_bound
 from dirdp.run_result import model_label, read_run
 
 SCORE_KINDS = ("white_box", "black_box")
@@ -56,6 +59,7 @@ def rows(path: str | Path, *, ks, confidence: float) -> list[dict]:
             ceiling = epsilon_lower_bound(m, row.r, row.r, delta, confidence=row.confidence)
             verdict = (VIOLATED if row.eps_lower_bound > claim
                        else TOO_FEW if ceiling <= claim else NOT_VIOLATED)
+            mu = gdp_mu_lower_bound(m, row.r, row.v, confidence=row.confidence)
             out.append(dict(
                 run=str(path), dataset=run["dataset"], method=run["method"], model=rec["model"],
                 model_label=model_label(run), width=run["width"], precision=run["precision"], q=run["q"],
@@ -64,7 +68,8 @@ def rows(path: str | Path, *, ks, confidence: float) -> list[dict]:
                 own_eps=float(own), delta=delta, canaries=m, canaries_included=int(included.sum()),
                 canary_source=one["source"], score=kind, adversary=ADVERSARY[kind], score_auc=area,
                 k=row.k_pos + row.k_neg, k_in=row.k_pos, k_out=row.k_neg, guesses=row.r, correct=row.v,
-                accuracy=row.accuracy, eps_lower_bound=row.eps_lower_bound, confidence_per_k=row.confidence,
+                accuracy=row.accuracy, eps_lower_bound=row.eps_lower_bound, gdp_mu_lower_bound=mu,
+                gdp_eps_if_gaussian=gdp_epsilon(mu, delta), confidence_per_k=row.confidence,
                 confidence=confidence, grid=len(ks), most_these_guesses_can_show=ceiling,
                 best=row is result.best, verdict=verdict, theta0_as_trained=one.get("theta0_as_trained"),
                 train_wall_s=rec["wall_time_s"], score_wall_s=one.get("wall_time_s"),

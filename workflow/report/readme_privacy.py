@@ -46,8 +46,8 @@ def _model_name(model: str, label: str) -> str:
 
 def one_run(src) -> str:
     """The one-run audit (results/<profile>/audit_one_run.csv): per run and score, the best k of the grid (its bound
-    holds at the CSV's confidence for the whole grid), against the run's own add/remove claim; a declared run with no
-    result is listed as not run yet."""
+    holds at the CSV's confidence for the whole grid), against the run's own add/remove claim, with Mahloujifar et
+    al.'s f-DP reading of the same guesses beside it; a declared run with no result is listed as not run yet."""
     t = src.csv("audit_one_run")
     done = t[t.verdict != "not_run_yet"]
     done = done[done.best.map(_flag).astype(bool)]
@@ -55,13 +55,15 @@ def one_run(src) -> str:
                        score=done.score.map(SCORES), verdict=done.verdict.map(ONE_RUN_VERDICTS))
     head = ["method", "model", "q", "T", "canaries", "score", "claim, add/remove (accountant)", "its own eps",
             "guesses k (best of the grid)", "correct", "eps lower bound (95%, the grid's)",
-            "most k correct guesses can show", "AUC of the score", "test accuracy (%)", "verdict"]
+            "f-DP: Gaussian mu rejected (its eps)", "most k correct guesses can show", "AUC of the score",
+            "test accuracy (%)", "verdict"]
     text = columns(done, list(zip(head, [
         "{method:method}", "{model}", "{q:.5f}", "{T:,.0f}", "{canaries:,.0f} ({canaries_included:,.0f} trained on)",
         "{score}", "{claimed_eps:.2f} ({claim_by})", "{own_eps:.2f}", "{k:,.0f}", "{correct:,.0f} of {guesses:,.0f}",
-        bound("eps_lower_bound", "claimed_eps"), "{most_these_guesses_can_show:.2f}", "{score_auc:.3f}",
+        bound("eps_lower_bound", "claimed_eps"), "{gdp_mu_lower_bound:.3f} ({gdp_eps_if_gaussian:.2f})",
+        "{most_these_guesses_can_show:.2f}", "{score_auc:.3f}",
         "{test_accuracy:.2f}", "{verdict}"])))
-    return text + "".join("\n" + line(["-", Path(r).stem, *["-"] * 12, ONE_RUN_VERDICTS["not_run_yet"]])
+    return text + "".join("\n" + line(["-", Path(r).stem, *["-"] * 13, ONE_RUN_VERDICTS["not_run_yet"]])
                           for r in t[t.verdict == "not_run_yet"].run)
 
 
