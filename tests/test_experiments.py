@@ -82,9 +82,13 @@ def test_cpu_profile_keeps_the_papers_privacy_protocol():
         if run.method in ("alg1", "dpsgd"):
             wide = {"_w0.5_": "0.5", "_w1_": "1.0"}  # the campaign's wider runs say so in their tags
             assert args[args.index("--width") + 1] == next((w for tag, w in wide.items() if tag in run.tag), "0.25")
-            assert prof.threads(run) == 1  # one thread a run, full width included: one run per core
+            # a reduced-width run takes one thread (one run per core); the full-width runs share one layout of the
+            # two cores: one run per core or one two-thread run (config/cpu.yaml, threads_by_width)
+            full = args[args.index("--width") + 1] == "1.0"
+            assert prof.threads(run) in ((1, 2) if full else (1,))
         else:
             assert "--width" not in args
+    assert len({prof.threads(r) for r in prof.all_runs().values() if r.method == "alg1" and "_w1_" in r.tag}) == 1
 
 
 def test_status_rules():
