@@ -74,12 +74,6 @@ def _target(profile: str, name: str) -> str:
     return f"results/{profile}/{name}"
 
 
-def _pm(mean, std) -> str:
-    if mean is None or pd.isna(mean):
-        return ""
-    return f"{mean:.2f}" + (f" ± {std:.2f}" if std is not None and not pd.isna(std) else "")
-
-
 def _eps(value) -> str:
     """An eps of a result CSV as the index prints it; a row without one (Figure 2's "not run" row) prints nan."""
     return "nan" if pd.isna(value) else fmt_eps(parse_eps(value))
@@ -111,7 +105,8 @@ def _object_section(name: str, t: pd.DataFrame, profile: str) -> tuple[list[str]
     if len(here):
         lines += [table(["method", "cell", "ours (mean ± std over seeds)", "n", "paper", "ours - paper [95% interval]",
                          "interval", "status", "setting"],
-                        [[r.method, _cell(r), _pm(r.mean, r.std), int(r.n), _pm(r.paper, r.paper_std), _diff(r),
+                        [[r.method, _cell(r), labels.pm(r.mean, r.std, ""), int(r.n), labels.pm(r.paper, r.paper_std, ""),
+                          labels.diff_ci(r.diff, r.ci_low, r.ci_high, ""),
                           labels.interval_long(r.interval, r.interval_df), status[i], r.setting]
                          for i, r in zip(here.index, here.itertuples())]), ""]
     if len(reasons):
@@ -119,14 +114,6 @@ def _object_section(name: str, t: pd.DataFrame, profile: str) -> tuple[list[str]
                         for s, n in reasons.items())
         lines += [f"Not run here: {why}.", ""]
     return [obj.title, f"[`{name}.csv`]({name}.csv)", summary or "nothing run"], lines
-
-
-def _diff(row) -> str:
-    """ours - paper and its interval, as the cells table prints them."""
-    if pd.isna(row.diff):
-        return ""
-    ci = "" if pd.isna(row.ci_low) else f" [{row.ci_low:+.2f}, {row.ci_high:+.2f}]"
-    return f"{row.diff:+.2f}{ci}"
 
 
 def _listed(rows: pd.DataFrame) -> list[str]:

@@ -55,6 +55,39 @@ def blank(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def num(value, fmt: str, blank_: str = "—") -> str:
+    """A number of a CSV cell through ``fmt``; ``blank_`` for an empty cell."""
+    return blank_ if blank(value) else format(value, fmt)
+
+
+def pm(mean, std, blank_: str = "—") -> str:
+    """A mean and its spread as the tables print them: "99.37 ± 0.06", "99.37" without a spread."""
+    return blank_ if blank(mean) else f"{mean:.2f}" + ("" if blank(std) else f" ± {std:.2f}")
+
+
+def acc(mean: float, std: float | None, n: int) -> str:
+    """Mean over seeds with its spread and n: "85.30 (n = 1)", "85.10 ± 0.21 (n = 3)"."""
+    mean = round(mean, 6)  # 85.07499999999999 and 85.075 (the same mean, read from two files) print alike
+    return f"{pm(mean, std if n >= 2 else None)} (n = {n})"
+
+
+def diff_ci(diff, low, high, blank_: str = "—") -> str:
+    """ours - paper (or a cost) with its interval where it has one: "+0.12 [-0.30, +0.54]"."""
+    if blank(diff):
+        return blank_
+    return f"{diff:+.2f}" + ("" if blank(low) else f" [{low:+.2f}, {high:+.2f}]")
+
+
+def width(value: float, precision: str) -> str:
+    """A model's width and, for bf16, its precision: "1x, bf16", "0.25x"."""
+    return f"{value:g}x" + (", bf16" if precision == "bf16" else "")
+
+
+def machine(device: str) -> str:
+    """A run's processors as a table shows them: without the "cpu: " prefix and the trademark signs."""
+    return device.replace("cpu: ", "").replace("(R)", "").replace(" Processor", "")
+
+
 def dataset(key: str) -> str:
     return DATASETS.get(key, key)
 

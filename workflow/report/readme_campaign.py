@@ -5,11 +5,11 @@ step (``bench_dpsgd*.json``) and the precision sweep (``bench_sweep*.json``). No
 
 from __future__ import annotations
 
-import pandas as pd
-
 from dirdp import methods
 from dirdp.protocol import fmt_eps
 from workflow.report.labels import DATASETS as NAMES
+from workflow.report.labels import acc, pm
+from workflow.report.labels import width as width_label
 from workflow.report.markdown import columns, table
 
 
@@ -19,14 +19,6 @@ class ReadmeError(ValueError):
     circle); :mod:`workflow.report.readme` re-exports it."""
 
 
-def acc(mean: float, std: float | None, n: int) -> str:
-    """Mean over seeds with its spread and n: "85.30 (n = 1)", "85.10 ± 0.21 (n = 3)"."""
-    mean = round(mean, 6)  # 85.07499999999999 and 85.075 (the same mean, read from two files) print alike
-    if n >= 2 and std is not None and not pd.isna(std):
-        return f"{mean:.2f} ± {std:.2f} (n = {n})"
-    return f"{mean:.2f} (n = {n})"
-
-
 def width_effect(src) -> str:
     """``width_effect.csv`` as a table: Algorithm 1's accuracy at each (data set, eps, width, precision) beside the
     paper's full-width value, FashionMNIST first."""
@@ -34,10 +26,9 @@ def width_effect(src) -> str:
     t = t.assign(order=t.dataset != "fashionmnist").sort_values(["order", "dataset", "eps", "width", "precision"])
     return columns(t, [
         ("data set", "{dataset:dataset}"), ("eps", "{eps:eps}"),
-        ("width", lambda r: f"{r['width']:g}x{', bf16' if r['precision'] == 'bf16' else ''}"),
+        ("width", lambda r: width_label(r["width"], r["precision"])),
         ("test acc. ours", lambda r: acc(r["mean"], r["std"], int(r["n"]))),
-        ("paper (full width)", lambda r: "—" if pd.isna(r["paper_full_width"]) else (
-            f"{r['paper_full_width']:.2f}" + ("" if pd.isna(r["paper_std"]) else f" ± {r['paper_std']:.2f}"))),
+        ("paper (full width)", lambda r: pm(r["paper_full_width"], r["paper_std"])),
         ("ours - paper", "{diff_to_paper:+.2f}")])
 
 
@@ -48,11 +39,9 @@ def full_width_cost(src) -> str:
     from dirdp.presets import PRESETS
 
     steps = PRESETS["fashionmnist"].steps
-    found = sorted(src.folder.glob("bench_full_width_t*.json"))
-    if not found:
-        raise ReadmeError(f"{src.folder}: no bench_full_width_t<n>.json (make one with python -m workflow bench "
-                          "--models inception --width 1 --threads <n> --json-out ...)")
-    recs = sorted(((r["rows"][0], r["provenance"]) for r in (src.json(p.stem) for p in found)),
+    found = src.jsons("bench_full_width_t*.json", "python -m workflow bench --models inception --width 1 --threads <n> "
+                      "--json-out ...")
+    recs = sorted(((r["rows"][0], r["provenance"]) for _, r in found),
                   key=lambda x: x[0]["threads"])
     return table(["threads", "Algorithm 1 s/step (median)", f"T = {steps:,} steps (h)", "1-min load at its end",
                   "machine", "command"],
@@ -61,19 +50,12 @@ def full_width_cost(src) -> str:
                    prov["device"], f"`{prov['config']['command']}`"] for row, prov in recs])
 
 
-def _found(src, pattern: str, make: str) -> list[tuple]:
-    found = sorted(src.folder.glob(pattern))
-    if not found:
-        raise ReadmeError(f"{src.folder}: no {pattern} (make one with {make})")
-    return [(p, src.json(p.stem)) for p in found]
-
-
 def cpu_layout(src) -> str:
     """Each layout bench (``bench_layout*.json``, benchmarks/bench_layout.py): per layout of full-width runs on the
     cores (one run on all of them, one run per core, one run on one thread), the processes, threads each, the median
     s/step of a process and the steps a second summed over the processes, with the ratio that decides the layout."""
     rows = []
-    for p, rec in _found(src, "bench_layout*.json", "python benchmarks/bench_layout.py --json-out ..."):
+    for p, rec in src.jsons("bench_layout*.json", "python benchmarks/bench_layout.py --json-out ..."):
         prov, load = rec["provenance"], rec["load"]
         base = next(r["steps_per_s"] for r in rec["rows"] if r["layout"] == "one run, all cores")
         for r in rec["rows"]:
@@ -89,7 +71,7 @@ def dpsgd_full_width(src) -> str:
     paper's Inception at its width and batch, and its ratio to Algorithm 1's (bf16 + channels_last, BatchNorm); the
     fastest DP-SGD variant in bold; a variant that failed says why."""
     out = []
-    for p, rec in _found(src, "bench_dpsgd*.json", "python benchmarks/bench_dpsgd.py --json-out ..."):
+    for p, rec in src.jsons("bench_dpsgd*.json", "python benchmarks/bench_dpsgd.py --json-out ..."):
         cfg, prov = rec["provenance"]["config"], rec["provenance"]
         head = (f"`{p.name}` ({prov['device']}, Inception at {cfg['width']:g}x, batch {cfg['batch']}, "
                 f"{cfg['threads']} thread(s), median of {cfg['reps']} interleaved steps; `{cfg['command']}`)")
@@ -109,11 +91,7 @@ def cpu_precision(src) -> str:
     """Every CPU precision sweep of the profile (``bench_sweep*.json``, ``python -m workflow bench --sweep``) as tables:
     each machine and the load it ran under; per configuration, each machine's median s/step, its ratio to fp32 and
     its fraction of that machine's measured peak; the matmul peaks."""
-    found = sorted(src.folder.glob("bench_sweep*.json"))
-    if not found:
-        raise ReadmeError(f"{src.folder}: no bench_sweep*.json (make one with python -m workflow bench --sweep "
-                          "--json-out ...)")
-    recs = [(p.name, src.json(p.stem)) for p in found]
+    recs = [(p.name, rec) for p, rec in src.jsons("bench_sweep*.json", "python -m workflow bench --sweep --json-out ...")]
     machines = table(["file", "CPU", "avx512_bf16", "amx_bf16", "1-min load before",
                       "other processes' CPU while it ran", "command"],
                      [[f"`{name}`", rec["cpu"], "yes" if rec["avx512_bf16"] else "no", "yes" if rec["amx_bf16"] else "no",

@@ -15,15 +15,11 @@ from workflow.report import headline
 from workflow.report import labels
 from workflow.report.compare import PAPER_SEEDS
 from workflow.report.markdown import columns, table
-from workflow.report.readme_campaign import NAMES, ReadmeError, acc
+from workflow.report.labels import DATASETS as NAMES
+from workflow.report.labels import acc, blank
+from workflow.report.readme_campaign import ReadmeError
 
 TIMINGS = ["command", "profile", "what", "wall_s", "processor", "measured_utc", "source"]
-
-
-def _columns(t: pd.DataFrame, need: list[str], path: str) -> None:
-    missing = [c for c in need if c not in t.columns]
-    if missing:
-        raise ReadmeError(f"{path}: column(s) {missing} missing; expected {need}")
 
 
 def object_name(obj: str) -> str:
@@ -33,26 +29,17 @@ def object_name(obj: str) -> str:
     return OBJECTS[obj].title if obj in OBJECTS else obj
 
 
-def _blank(value) -> bool:
-    return value is None or (isinstance(value, float) and pd.isna(value))
-
-
 def _paper(mean, std, n) -> str:
     """The paper's value of a cell: "99.37 ± 0.06 (n = 5)"; "—" where it prints none."""
-    if _blank(mean):
-        return "—"
-    return f"{mean:.2f}" + ("" if _blank(std) else f" ± {std:.2f}") + ("" if _blank(n) else f" (n = {int(n)})")
+    return labels.pm(mean, std) + ("" if blank(mean) or blank(n) else f" (n = {int(n)})")
 
 
 def _cell_row(r) -> list:
     """One row of ``headline_cells.csv`` as the findings tables print it."""
-    width = f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else "")
-    diff = "—" if _blank(r.diff) else (
-        f"{r.diff:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
-    interval = "—" if _blank(r.interval) else labels.interval_long(r.interval, r.interval_df).replace("|", "\\|")
-    return [object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)), width,
-            acc(r.ours_mean, r.ours_std, int(r.n)), _paper(r.paper_mean, r.paper_std, r.paper_n), diff, interval,
-            "—" if _blank(r.verdict) else labels.verdict(r.verdict, r.n)]
+    interval = "—" if blank(r.interval) else labels.interval_long(r.interval, r.interval_df).replace("|", "\\|")
+    return [object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)), labels.width(r.width, r.precision),
+            acc(r.ours_mean, r.ours_std, int(r.n)), _paper(r.paper_mean, r.paper_std, r.paper_n), labels.diff_ci(r.diff, r.ci_low, r.ci_high),
+            interval, "—" if blank(r.verdict) else labels.verdict(r.verdict, r.n)]
 
 
 FINDINGS_HEAD = ["object", "data set", "method", "eps", "width", "ours", "paper", "ours - paper [95% interval]",
@@ -61,9 +48,7 @@ NOT_RUN = "not run yet"  # a paper cell with no run at the paper's width
 
 
 def _cells(src) -> pd.DataFrame:
-    t = src.csv("headline_cells")
-    _columns(t, headline.CELL_COLUMNS, f"{src.folder}/headline_cells.csv")
-    return t
+    return src.csv("headline_cells", headline.CELL_COLUMNS)
 
 
 def paper_cells(src, cells: pd.DataFrame) -> pd.DataFrame:
@@ -71,12 +56,7 @@ def paper_cells(src, cells: pd.DataFrame) -> pd.DataFrame:
     .paper_cells`), from those objects' tables (``<object>.csv``)."""
     from workflow.report.objects import COLUMNS
 
-    tables = []
-    for name in dict.fromkeys(cells.object):
-        t = src.csv(name)
-        _columns(t, COLUMNS, f"{src.folder}/{name}.csv")
-        tables.append(t)
-    return headline.paper_cells(tables)
+    return headline.paper_cells([src.csv(name, COLUMNS) for name in dict.fromkeys(cells.object)])
 
 
 def findings(src) -> str:
@@ -118,8 +98,7 @@ def privacy_cost(src) -> str:
     """``privacy_cost.csv`` (:func:`workflow.report.headline.privacy_cost`) as a table: per data set and private
     eps, ours at eps = inf and at eps (full width), the cost (inf - eps) with its 95% Welch interval where both
     sides have n >= 2, the paper's own cost and ours - paper; a side not run yet at full width says so."""
-    t = src.csv("privacy_cost")
-    _columns(t, headline.PRIVACY_COST_COLUMNS, f"{src.folder}/privacy_cost.csv")
+    t = src.csv("privacy_cost", headline.PRIVACY_COST_COLUMNS)
     rows = []
     for r in t.itertuples():
         missing = r.status == "not_run"
@@ -127,14 +106,12 @@ def privacy_cost(src) -> str:
         def side(mean, std, n):
             return acc(mean, std, int(n)) if n > 0 else NOT_RUN if missing else "—"
 
-        cost = labels.cost_status(r) if _blank(r.ours_cost) else (
-            f"{r.ours_cost:+.2f}" + ("" if _blank(r.ci_low) else f" [{r.ci_low:+.2f}, {r.ci_high:+.2f}]"))
+        cost = labels.cost_status(r) if blank(r.ours_cost) else labels.diff_ci(r.ours_cost, r.ci_low, r.ci_high)
         rows.append([NAMES.get(r.dataset, r.dataset), fmt_eps(float(r.eps)),
-                     f"{r.width:g}x" + (", bf16" if r.precision == "bf16" else ""),
-                     side(r.mean_inf, r.std_inf, r.n_inf), side(r.mean_eps, r.std_eps, r.n_eps), cost,
-                     "—" if _blank(r.interval) else labels.cost_interval(r),
+                     labels.width(r.width, r.precision), side(r.mean_inf, r.std_inf, r.n_inf), side(r.mean_eps, r.std_eps, r.n_eps), cost,
+                     "—" if blank(r.interval) else labels.cost_interval(r),
                      f"{r.paper_cost:+.2f} ({r.paper_inf:.2f} - {r.paper_eps:.2f})",
-                     "—" if _blank(r.diff) else f"{r.diff:+.2f}"])
+                     labels.num(r.diff, "+.2f")])
     return table(["data set", "eps", "width", "ours at eps = inf", "ours at eps",
                   "cost, ours (inf - eps) [95% interval]", "interval", "cost, paper (inf - eps)", "ours - paper"], rows)
 
@@ -160,8 +137,7 @@ def scope(src) -> str:
 
     rows, absent = [], []
     for name, obj in OBJECTS.items():
-        t = src.csv(name)
-        _columns(t, ["origin", "status", "why"], f"{src.folder}/{name}.csv")
+        t = src.csv(name, ["origin", "status", "why"])
         n = int((t.origin == "here").sum())
         if n == 0 and obj.dataset not in absent:
             absent.append(obj.dataset)
@@ -178,10 +154,7 @@ def scope(src) -> str:
                 "```"]
     ours, dpsgd = methods.label(methods.ALG1), methods.label(methods.DPSGD)
     claimed = paper.EPOCH_SECONDS_DPSGD / paper.EPOCH_SECONDS_ALG1
-    found = sorted(src.folder.glob("bench_baselines*.json"))
-    if not found:
-        raise ReadmeError(f"{src.folder}: no bench_baselines*.json "
-                          "(python -m workflow bench --baselines --json-out ...)")
+    found = src.jsons("bench_baselines*.json", "python -m workflow bench --baselines --json-out ...")
     measured = []  # (ratio, model, threads, processor, file)
     cost = src.folder / "dpsgd_step_cost.csv"
     if cost.exists():  # the figure's comparison at the paper's width: each method at its fastest here
@@ -191,8 +164,7 @@ def scope(src) -> str:
             measured.append((r.over_algorithm1, f"Inception at {r.width:g}x, batch {r.batch}; each method's fastest "
                              f"step here (`{alg1.variant}`, `{r.variant}`)", r.threads, r.device,
                              f"`{cost.name}` ([figure](figures/{src.folder.name}/dpsgd_step_cost.png))"))
-    for path in found:
-        rec = src.json(path.stem)
+    for path, rec in found:
         measured += [(r["dpsgd_over_algorithm1"], f"Inception at {r['width']:g}x, batch {r['batch']}, GroupNorm, fp32",
                       r["threads"], rec["provenance"]["device"], f"`{path.name}`")
                      for r in rec["rows"] if "dpsgd_s" in r and r["model"] == "inception"
@@ -223,14 +195,14 @@ def _duration(seconds: float) -> str:
 def timings(src) -> str:
     """``results/timings.csv`` as a table: each command, the profile it ran, what it covers, the wall time (or "not
     measured yet" where the row has none), the processor, when and the source of the measurement."""
-    t = src.plain_csv("timings.csv")
-    _columns(t, TIMINGS, f"{src.results}/timings.csv")
+    t = src.plain_csv("timings.csv", TIMINGS)
+
     def text(field):
-        return lambda r: "—" if _blank(r[field]) else str(r[field])
+        return lambda r: "—" if blank(r[field]) else str(r[field])
 
     return columns(t, [
         ("command", "`{command}`"), ("profile", text("profile")), ("what", "{what}"),
-        ("wall time", lambda r: "not measured yet" if _blank(r["wall_s"]) else _duration(float(r["wall_s"]))),
+        ("wall time", lambda r: "not measured yet" if blank(r["wall_s"]) else _duration(float(r["wall_s"]))),
         ("processor", text("processor")), ("measured (UTC)", text("measured_utc")), ("source", text("source"))])
 
 
@@ -239,11 +211,10 @@ def precision(src) -> str:
     (``precision_validation.csv``: bf16 - fp32 with its 95% interval, n and the verdict against the margin) and, per
     processor a sweep ran on (``bench_sweep*.json``), the full-width Algorithm-1 step at two threads in fp32 and in
     bf16 + channels_last, their ratio and the adopted configuration's fraction of that machine's bf16 peak."""
-    t = src.csv("precision_validation")
-    _columns(t, ["row", "n", "mean", "ci_lo", "ci_hi", "margin", "verdict"], f"{src.folder}/precision_validation.csv")
+    t = src.csv("precision_validation", ["row", "n", "mean", "ci_lo", "ci_hi", "margin", "verdict"])
     by = {r.row: r for r in t.itertuples()}
     d = by.get("bf16 - fp32")
-    if d is None or _blank(d.ci_lo):
+    if d is None or blank(d.ci_lo):
         raise ReadmeError(f"{src.folder}/precision_validation.csv: no decided 'bf16 - fp32' row (its runs missing?)")
     validation = table(["MNIST eps = 1, 0.25x, paper protocol", "fp32", "bf16 + channels_last", "bf16 - fp32 [95% CI]",
                         "verdict"],

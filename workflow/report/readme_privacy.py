@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dirdp import methods
 from workflow.audit.claims import control_verdict
+from workflow.report.labels import MODELS
 from workflow.report.markdown import columns, line, table
 from workflow.report.readme_audit import ADJ, METHOD, _bold_if, _exact, _flag, _model, bound
 
@@ -40,7 +41,7 @@ SCORES = {"white_box": "white box: displacement along the canary's descent direc
 
 
 def _model_name(model: str, label: str) -> str:
-    return {"papernot_cnn": "tanh CNN", "inception": "Inception"}.get(model, model) + (
+    return MODELS.get(model, model) + (
         f" ({label})" if isinstance(label, str) and label else "")
 
 

@@ -23,7 +23,9 @@ from dirdp.protocol import fmt_eps
 from dirdp.provenance import read_csv
 from workflow.report import labels
 from workflow.report.markdown import columns, table
-from workflow.report.readme_campaign import NAMES, ReadmeError, acc
+from workflow.report.labels import DATASETS as NAMES
+from workflow.report.labels import acc
+from workflow.report.readme_campaign import ReadmeError
 
 TABLES = {"mnist": "table2_mnist", "fashionmnist": "table4_fashionmnist"}
 
@@ -46,20 +48,30 @@ class Sources:
                               f"'{self.profile}' profile's DAG, or `--config train=false` to rebuild tables from the runs)")
         return path
 
-    def csv(self, name: str) -> pd.DataFrame:
+    def csv(self, name: str, need: list[str] = ()) -> pd.DataFrame:
+        """``<name>.csv`` of the profile; a ReadmeError where it lacks a column of ``need``."""
         if name not in self._csv:
             try:
                 self._csv[name] = read_csv(self._path(f"{name}.csv"))[0]
             except ValueError as err:  # no provenance line
                 raise ReadmeError(str(err)) from None
-        return self._csv[name]
+        return _need(self._csv[name], need, self.folder / f"{name}.csv")
 
-    def plain_csv(self, relative: str) -> pd.DataFrame:
+    def plain_csv(self, relative: str, need: list[str] = ()) -> pd.DataFrame:
         """A CSV of the results folder itself (not a profile's), e.g. ``timings.csv``; '#' lines are comments."""
-        return pd.read_csv(self._path(relative, self.results), comment="#")
+        return _need(pd.read_csv(self._path(relative, self.results), comment="#"), need, self.results / relative)
 
     def json(self, name: str) -> dict:
         return json.loads(self._path(f"{name}.json").read_text())
+
+    def jsons(self, pattern: str, make: str) -> list[tuple[Path, dict]]:
+        """Every ``pattern`` file of the profile (a benchmark's JSONs), sorted: (path, record); a ReadmeError naming
+        ``make``, the command that makes one, where there is none."""
+        found = sorted(self.folder.glob(pattern))
+        if not found:
+            raise ReadmeError(f"{self.folder}: no {pattern} (make one with {make})")
+        return [(p, self.json(p.stem)) for p in found]
+
 
     @cached_property
     def runs(self) -> list[dict]:
@@ -75,21 +87,17 @@ class Sources:
         return [r for r in self.runs if r["method"] == method and all(r[k] == v for k, v in match.items())]
 
 
+def _need(t: pd.DataFrame, need: list[str], path: Path) -> pd.DataFrame:
+    missing = [c for c in need if c not in t.columns]
+    if missing:
+        raise ReadmeError(f"{path}: column(s) {missing} missing; expected {list(need)} (rerun the notebook that makes it)")
+    return t
+
 def minutes(seconds: list[float]) -> str:
     if not seconds:
         return "—"
     lo, hi = min(seconds) / 60, max(seconds) / 60
     return f"{lo:.0f} min" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} min"
-
-
-def _num(value, fmt: str) -> str:
-    return "—" if value is None or pd.isna(value) else format(value, fmt)
-
-
-def _paper(row) -> str:
-    if pd.isna(row.paper):
-        return "—"
-    return f"{row.paper:.2f}" + ("" if pd.isna(row.paper_std) else f" ± {row.paper_std:.2f}")
 
 
 # --- Table 7 -------------------------------------------------------------------------------------------------
@@ -101,10 +109,10 @@ def table7(src: Sources) -> str:
     over = t[t.paper_rstar.notna() & (t.eps_at_paper_rstar > t.eps)]
     shown = pd.concat([over, t[t.status == "infeasible"]]).sort_values(["dataset", "eps"])
     return columns(shown.assign(status=[labels.rstar_status(r) for r in shown.itertuples()]), [
-        ("data set", "{dataset:dataset}"), ("eps", "{eps:eps}"), ("r* (Eq. 1, ours)", lambda r: _num(r["rstar"], ".6f")),
-        ("eps certified by ours", lambda r: _num(r["certified_eps"], ".4f")),
-        ("r* printed", lambda r: _num(r["paper_rstar"], ".3f")),
-        ("eps certified by the printed r*", lambda r: _num(r["eps_at_paper_rstar"], ".4f")), ("status", "{status}")])
+        ("data set", "{dataset:dataset}"), ("eps", "{eps:eps}"), ("r* (Eq. 1, ours)", lambda r: labels.num(r["rstar"], ".6f")),
+        ("eps certified by ours", lambda r: labels.num(r["certified_eps"], ".4f")),
+        ("r* printed", lambda r: labels.num(r["paper_rstar"], ".3f")),
+        ("eps certified by the printed r*", lambda r: labels.num(r["eps_at_paper_rstar"], ".4f")), ("status", "{status}")])
 
 
 def table7_high_orders(src: Sources) -> str:
@@ -129,11 +137,6 @@ def _model(r: dict) -> str:
             + (", bf16" if r["precision"] == "bf16" else "") + (f", + {r['canaries']:,} canaries" if r["canaries"] else ""))
 
 
-def _machine(device: str) -> str:
-    """A run's processors as a table shows them: without the "cpu: " prefix and the trademark signs."""
-    return device.replace("cpu: ", "").replace("(R)", "").replace(" Processor", "")
-
-
 def runs_alg1(src: Sources) -> str:
     """One row per Algorithm 1 run of the profile (its result JSON): what ran, r* and the certified eps, the final
     test accuracy and the best one along the run, the wall time and the processors it trained on (a run resumed on
@@ -144,10 +147,10 @@ def runs_alg1(src: Sources) -> str:
     for r in runs:
         best = max(r["curve"], key=lambda p: p[1]) if r["curve"] else None
         cert = r["certified_eps"]
-        rows.append([NAMES[r["dataset"]], fmt_eps(r["eps"]), _model(r), r["seed"], _num(r["rstar"], ".6f"),
+        rows.append([NAMES[r["dataset"]], fmt_eps(r["eps"]), _model(r), r["seed"], labels.num(r["rstar"], ".6f"),
                      "inf" if cert is None or math.isinf(cert) else f"{cert:.4f}", f"{r['test']:.2f}",
                      "—" if best is None else f"{best[1]:.2f} ({best[0]:,})", minutes([r["wall_time_s"]]),
-                     _machine(r["device"])])
+                     labels.machine(r["device"])])
     return table(["data set", "eps", "model", "seed", "r*", "certified eps", "test acc.", "best along the run (step)",
                   "wall time", "trained on"], rows)
 
@@ -180,7 +183,7 @@ def baselines(src: Sources) -> str:
                 cell = t[(t.method == methods.label(method)) & (t.origin == "here") & (t.eps == r["eps"])]
                 if len(cell):
                     row = next(cell.itertuples())
-                    paper = f"{_paper(row)} ({row.diff:+.2f})"
+                    paper = f"{labels.pm(row.paper, row.paper_std)} ({row.diff:+.2f})"
             mean = acc(sum(alg1) / len(alg1), pd.Series(alg1).std(), len(alg1)) if alg1 else "—"
             canaries = f", + {r['canaries']:,} canaries (one-run audit)" if r["canaries"] else ""
             rows.append([MODEL[method].format(w=r["width"]) + canaries, NAMES[r["dataset"]], fmt_eps(r["eps"]), _privacy(r),
@@ -205,25 +208,21 @@ def dpsgd_inception(src: Sources) -> str:
     alg1, dpsgd = methods.label(methods.ALG1), methods.label(methods.DPSGD)
     return table([f"FashionMNIST, eps = {fmt_eps(r['eps'])}, Inception at {r['width']:g}x", "test acc. ours",
                   "paper (full width)", "ours - paper"],
-                 [[alg1, acc(a["mean"], a["std"], int(a.n)), _paper(a), f"{a['diff']:+.2f}"],
-                  [f"{dpsgd} (GroupNorm)", acc(d["mean"], d["std"], int(d.n)), _paper(d), f"{d['diff']:+.2f}"],
+                 [[alg1, acc(a["mean"], a["std"], int(a.n)), labels.pm(a.paper, a.paper_std), f"{a['diff']:+.2f}"],
+                  [f"{dpsgd} (GroupNorm)", acc(d["mean"], d["std"], int(d.n)), labels.pm(d.paper, d.paper_std), f"{d['diff']:+.2f}"],
                   [f"{alg1} - {dpsgd}", f"{a['mean'] - d['mean']:+.2f}", f"{a.paper - d.paper:+.2f}", None]])
 
 
 def bench(src: Sources) -> str:
     """Every ``bench_baselines*.json`` (one per width and thread count): its command, machine, threads and load, then
     seconds per step of the same model and batch, non-private, Algorithm 1 and DP-SGD, one row per model and file."""
-    found = sorted(src.folder.glob("bench_baselines*.json"))
-    if not found:
-        raise ReadmeError(f"{src.folder}: no bench_baselines*.json "
-                          "(python -m workflow bench --baselines --json-out ...)")
-    recs = [(p, src.json(p.stem)) for p in found]
+    recs = src.jsons("bench_baselines*.json", "python -m workflow bench --baselines --json-out ...")
     files = []
     for p, rec in recs:
         rows = [r for r in rec["rows"] if "dpsgd_s" in r]
         cfg = rec["provenance"]["config"]
         files.append([f"`{p.name}`", f"`{cfg['command']}`", rec["provenance"]["device"], rows[0]["threads"],
-                      f"{rows[0]['reps']} interleaved steps", _num(cfg.get("load_average_1min_at_end"), ".1f")])
+                      f"{rows[0]['reps']} interleaved steps", labels.num(cfg.get("load_average_1min_at_end"), ".1f")])
     label = {"inception": "Inception, {w:g}x width, batch {b}", "papernot_cnn": "Papernot CNN (tempered sigmoid), batch {b}"}
     steps = [[label.get(r["model"], r["model"]).format(w=r["width"], b=r["batch"]), r["threads"],
               f"{r['nonprivate_s']:.3f}", f"{r['algorithm1_s']:.3f}", f"{r['dpsgd_s']:.3f}",
