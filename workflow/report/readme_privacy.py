@@ -45,13 +45,17 @@ def _model_name(model: str, label: str) -> str:
         f" ({label})" if isinstance(label, str) and label else "")
 
 
+def _best(t):
+    """The one-run rows with a result, at the best k of their grid."""
+    return t[(t.verdict != "not_run_yet") & t.best.map(_flag).astype(bool)]
+
+
 def one_run(src) -> str:
     """The one-run audit (results/<profile>/audit_one_run.csv): per run and score, the best k of the grid (its bound
     holds at the CSV's confidence for the whole grid), against the run's own add/remove claim, with Mahloujifar et
     al.'s f-DP reading of the same guesses beside it; a declared run with no result is listed as not run yet."""
     t = src.csv("audit_one_run")
-    done = t[t.verdict != "not_run_yet"]
-    done = done[done.best.map(_flag).astype(bool)]
+    done = _best(t)
     done = done.assign(model=[_model_name(m, lab) for m, lab in zip(done.model, done.model_label)],
                        score=done.score.map(SCORES), verdict=done.verdict.map(ONE_RUN_VERDICTS))
     head = ["method", "model", "q", "T", "canaries", "score", "claim, add/remove (accountant)", "its own eps",
@@ -88,8 +92,7 @@ def privacy(src) -> str:
                      _bold_if(r.eps_lower_bound, r.matched_claim_eps), _exact(r.exact_bound), r.verdict_exact])
     if (src.folder / "audit_one_run.csv").exists():
         t = src.csv("audit_one_run")
-        best = t[(t.verdict != "not_run_yet") & t.best.map(_flag).astype(bool)]
-        for r in best.itertuples():
+        for r in _best(t).itertuples():
             rows.append([f"one-run audit, {r.canaries:,.0f} canaries, {r.score.replace('_', ' ')}",
                          f"{METHOD(r.method)}, {_model_name(r.model, r.model_label)}", "final model", ADJ["add"],
                          f"{r.claimed_eps:.2f}", f"{r.correct:,.0f} of {r.guesses:,.0f} guesses right",
