@@ -51,8 +51,11 @@ ATTACKS = {"dense_first_layer": "dense first layer, analytic", "gradient_inversi
 
 
 def blank(value) -> bool:
-    """An empty CSV cell (None or NaN)."""
-    return value is None or (isinstance(value, float) and math.isnan(value))
+    """An empty CSV cell: None or a missing value of any kind (NaN of any float type, pandas' NA)."""
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):  # not a scalar
+        return False
 
 
 def num(value, fmt: str, blank_: str = "—") -> str:

@@ -48,7 +48,7 @@ NOT_RUN = "not run yet"  # a paper cell with no run at the paper's width
 
 
 def _cells(src) -> pd.DataFrame:
-    return src.csv("headline_cells", headline.CELL_COLUMNS)
+    return src.csv("headline_cells", headline.CELL_COLUMNS, "headline")
 
 
 def paper_cells(src, cells: pd.DataFrame) -> pd.DataFrame:
@@ -56,7 +56,7 @@ def paper_cells(src, cells: pd.DataFrame) -> pd.DataFrame:
     .paper_cells`), from those objects' tables (``<object>.csv``)."""
     from workflow.report.objects import COLUMNS
 
-    return headline.paper_cells([src.csv(name, COLUMNS) for name in dict.fromkeys(cells.object)])
+    return headline.paper_cells([src.csv(name, COLUMNS, "accuracy_vs_eps") for name in dict.fromkeys(cells.object)])
 
 
 def findings(src) -> str:
@@ -98,7 +98,7 @@ def privacy_cost(src) -> str:
     """``privacy_cost.csv`` (:func:`workflow.report.headline.privacy_cost`) as a table: per data set and private
     eps, ours at eps = inf and at eps (full width), the cost (inf - eps) with its 95% Welch interval where both
     sides have n >= 2, the paper's own cost and ours - paper; a side not run yet at full width says so."""
-    t = src.csv("privacy_cost", headline.PRIVACY_COST_COLUMNS)
+    t = src.csv("privacy_cost", headline.PRIVACY_COST_COLUMNS, "headline")
     rows = []
     for r in t.itertuples():
         missing = r.status == "not_run"
@@ -137,7 +137,7 @@ def scope(src) -> str:
 
     rows, absent = [], []
     for name, obj in OBJECTS.items():
-        t = src.csv(name, ["origin", "status", "why"])
+        t = src.csv(name, ["origin", "status", "why"], "accuracy_vs_eps")
         n = int((t.origin == "here").sum())
         if n == 0 and obj.dataset not in absent:
             absent.append(obj.dataset)
@@ -195,7 +195,7 @@ def _duration(seconds: float) -> str:
 def timings(src) -> str:
     """``results/timings.csv`` as a table: each command, the profile it ran, what it covers, the wall time (or "not
     measured yet" where the row has none), the processor, when and the source of the measurement."""
-    t = src.plain_csv("timings.csv", TIMINGS)
+    t = src.plain_csv("timings.csv", TIMINGS, "scripts/time_main.sh")
 
     def text(field):
         return lambda r: "—" if blank(r[field]) else str(r[field])

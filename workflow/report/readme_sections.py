@@ -48,18 +48,22 @@ class Sources:
                               f"'{self.profile}' profile's DAG, or `--config train=false` to rebuild tables from the runs)")
         return path
 
-    def csv(self, name: str, need: list[str] = ()) -> pd.DataFrame:
-        """``<name>.csv`` of the profile; a ReadmeError where it lacks a column of ``need``."""
+    def csv(self, name: str, need: list[str] = (), made_by: str = "") -> pd.DataFrame:
+        """``<name>.csv`` of the profile; a ReadmeError where it lacks a column of ``need``, saying to rerun the
+        notebook ``made_by`` (default: the one of the same name) for this profile."""
         if name not in self._csv:
             try:
                 self._csv[name] = read_csv(self._path(f"{name}.csv"))[0]
             except ValueError as err:  # no provenance line
                 raise ReadmeError(str(err)) from None
-        return _need(self._csv[name], need, self.folder / f"{name}.csv")
+        return _need(self._csv[name], need, self.folder / f"{name}.csv",
+                     f"rerun the notebook {made_by or name} for the '{self.profile}' profile")
 
-    def plain_csv(self, relative: str, need: list[str] = ()) -> pd.DataFrame:
-        """A CSV of the results folder itself (not a profile's), e.g. ``timings.csv``; '#' lines are comments."""
-        return _need(pd.read_csv(self._path(relative, self.results), comment="#"), need, self.results / relative)
+    def plain_csv(self, relative: str, need: list[str] = (), made_by: str = "") -> pd.DataFrame:
+        """A CSV of the results folder itself (not a profile's), e.g. ``timings.csv``, which ``made_by`` writes;
+        '#' lines are comments."""
+        return _need(pd.read_csv(self._path(relative, self.results), comment="#"), need, self.results / relative,
+                     f"{made_by} writes it")
 
     def json(self, name: str) -> dict:
         return json.loads(self._path(f"{name}.json").read_text())
@@ -87,10 +91,10 @@ class Sources:
         return [r for r in self.runs if r["method"] == method and all(r[k] == v for k, v in match.items())]
 
 
-def _need(t: pd.DataFrame, need: list[str], path: Path) -> pd.DataFrame:
+def _need(t: pd.DataFrame, need: list[str], path: Path, what_to_do: str) -> pd.DataFrame:
     missing = [c for c in need if c not in t.columns]
     if missing:
-        raise ReadmeError(f"{path}: column(s) {missing} missing; expected {list(need)} (rerun the notebook that makes it)")
+        raise ReadmeError(f"{path}: column(s) {missing} missing; expected {list(need)} ({what_to_do})")
     return t
 
 def minutes(seconds: list[float]) -> str:
