@@ -98,11 +98,26 @@ def run_env(data: Path) -> dict:
 
 def snakemake(work: Path, *args, data: Path, log: Path) -> str:
     """Run Snakemake in ``work``, its output to ``log``; returns the output (fails the test on an error)."""
+    return finished(start_snakemake(work, *args, data=data, log=log), log)
+
+
+def start_snakemake(work: Path, *args, data: Path, log: Path) -> subprocess.Popen:
+    """Start Snakemake in ``work``, its output to ``log`` (:func:`finished` waits for it)."""
     with open(log, "w") as out:
-        proc = subprocess.run([*SNAKEMAKE, *args], cwd=work, env=run_env(data), stdout=out, stderr=subprocess.STDOUT,
-                              timeout=1800)
+        proc = subprocess.Popen([*SNAKEMAKE, *args], cwd=work, env=run_env(data), stdout=out, stderr=subprocess.STDOUT)
+    proc.args_said = " ".join(args)
+    return proc
+
+
+def finished(proc: subprocess.Popen, log: Path) -> str:
+    """Wait for a Snakemake of :func:`start_snakemake`; its output (fails the test on an error)."""
+    try:
+        proc.wait(timeout=1800)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
     text = log.read_text()
-    assert proc.returncode == 0, f"snakemake {' '.join(args)} failed ({proc.returncode}):\n{text[-6000:]}"
+    assert proc.returncode == 0, f"snakemake {proc.args_said} failed ({proc.returncode}):\n{text[-6000:]}"
     return text
 
 
@@ -151,16 +166,23 @@ def test_profile_partition_and_account_come_from_the_environment(tiny_root, tmp_
 
 def test_smoke_training_through_the_slurm_profile_equals_a_local_run(slurm, mirror_root, tmp_path):
     # the same training jobs run locally (the same commands, one thread each), in a copy of their own; only the train
-    # rule, as through SLURM: the notebooks are the smoke DAG's test (tests/test_dag.py)
+    # rule, as through SLURM: the notebooks are the smoke DAG's test (tests/test_dag.py). Both at once: the local run
+    # uses the CPU while the SLURM run mostly waits between its status checks.
     local = copy_workflow(tmp_path / "local")
-    snakemake(local, "--cores", "2", "--configfile", "config/smoke.yaml", "--until", "train", data=mirror_root,
-              log=tmp_path / "local.log")
-    here = {str(p.relative_to(local)): json.loads(p.read_text())
-            for p in sorted((local / "results/runs/smoke").rglob("*.json"))}
+    local_run = start_snakemake(local, "--cores", "2", "--configfile", "config/smoke.yaml", "--until", "train",
+                                data=mirror_root, log=tmp_path / "local.log")
     t0 = time.time()
     work = copy_workflow(tmp_path / "slurm")
-    out = snakemake(work, "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml", "--until", "train",
-                    *SLURM_ARGS, data=mirror_root, log=tmp_path / "slurm.log")
+    try:
+        out = snakemake(work, "--profile", "profiles/slurm", "--configfile", "config/smoke.yaml", "--until", "train",
+                        *SLURM_ARGS, data=mirror_root, log=tmp_path / "slurm.log")
+    except BaseException:
+        local_run.kill()
+        local_run.wait()
+        raise
+    finished(local_run, tmp_path / "local.log")
+    here = {str(p.relative_to(local)): json.loads(p.read_text())
+            for p in sorted((local / "results/runs/smoke").rglob("*.json"))}
     jobs = submissions(out)
     runs = sorted(str(p.relative_to(work)) for p in (work / "results/runs/smoke").rglob("*.json"))
     # every run the smoke profile's train rule makes (Algorithm 1 at eps = 1 and inf, tempered, LATENT, the one-run
