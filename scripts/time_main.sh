@@ -7,8 +7,9 @@
 # It clones HEAD into a temporary folder beside ../shared (the offline data), so the command sets up its own .venv
 # and runs from nothing, as on a fresh machine; the wall time covers all of it. The row names the processor, the
 # commit, the 1-minute load average before and after (other work on the machine slows the command: run it quiet)
-# and replaces its own earlier row of the same command and profile (or one not measured yet). The clone is removed
-# afterwards; its log stays in results/logs/timings/.
+# and replaces its own earlier row of the same command and profile (or one not measured yet), then rewrites the
+# README's timings block from it (python -m workflow readme), so that the two are committed together. The clone is
+# removed afterwards; its log stays in results/logs/timings/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-}
@@ -62,3 +63,8 @@ with open(path, "w", newline="") as f:
     w.writerows(rows)
 print(f"time_main: {cmd} ({profile or 'tests'}): {wall} s on {cpu}; results/timings.csv updated")
 EOF
+if [ -x .venv/bin/python ]; then
+  .venv/bin/python -m workflow readme >/dev/null && echo "time_main: README's timings block rewritten from it; commit both"
+else
+  echo "time_main: no .venv here: run python -m workflow readme before committing results/timings.csv" >&2
+fi
