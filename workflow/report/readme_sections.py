@@ -59,7 +59,8 @@ class Sources:
         return _need(self._csv[name], need, self.folder / f"{name}.csv",
                      f"rerun the notebook {made_by or name} for the '{self.profile}' profile")
 
-    def plain_csv(self, relative: str, need: list[str] = (), made_by: str = "") -> pd.DataFrame:
+    def plain_csv(self, relative: str, need: list[str] = (),
+                  made_by: str = "the command that makes it") -> pd.DataFrame:
         """A CSV of the results folder itself (not a profile's), e.g. ``timings.csv``, which ``made_by`` writes;
         '#' lines are comments."""
         return _need(pd.read_csv(self._path(relative, self.results), comment="#"), need, self.results / relative,
@@ -75,7 +76,6 @@ class Sources:
         if not found:
             raise ReadmeError(f"{self.folder}: no {pattern} (make one with {make})")
         return [(p, self.json(p.stem)) for p in found]
-
 
     @cached_property
     def runs(self) -> list[dict]:
@@ -96,6 +96,7 @@ def _need(t: pd.DataFrame, need: list[str], path: Path, what_to_do: str) -> pd.D
     if missing:
         raise ReadmeError(f"{path}: column(s) {missing} missing; expected {list(need)} ({what_to_do})")
     return t
+
 
 def minutes(seconds: list[float]) -> str:
     if not seconds:
