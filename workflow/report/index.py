@@ -105,8 +105,8 @@ def _object_section(name: str, t: pd.DataFrame, profile: str) -> tuple[list[str]
     if len(here):
         lines += [table(["method", "cell", "ours (mean ± std over seeds)", "n", "paper", "ours - paper [95% interval]",
                          "interval", "status", "setting"],
-                        [[r.method, _cell(r), labels.pm(r.mean, r.std, ""), int(r.n), labels.pm(r.paper, r.paper_std, ""),
-                          labels.diff_ci(r.diff, r.ci_low, r.ci_high, ""),
+                        [[r.method, _cell(r), labels.pm(r.mean, r.std, ""), int(r.n),
+                          labels.pm(r.paper, r.paper_std, ""), labels.diff_ci(r.diff, r.ci_low, r.ci_high, ""),
                           labels.interval_long(r.interval, r.interval_df), status[i], r.setting]
                          for i, r in zip(here.index, here.itertuples())]), ""]
     if len(reasons):

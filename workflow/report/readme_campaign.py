@@ -91,7 +91,8 @@ def cpu_precision(src) -> str:
     """Every CPU precision sweep of the profile (``bench_sweep*.json``, ``python -m workflow bench --sweep``) as tables:
     each machine and the load it ran under; per configuration, each machine's median s/step, its ratio to fp32 and
     its fraction of that machine's measured peak; the matmul peaks."""
-    recs = [(p.name, rec) for p, rec in src.jsons("bench_sweep*.json", "python -m workflow bench --sweep --json-out ...")]
+    recs = [(p.name, rec)
+            for p, rec in src.jsons("bench_sweep*.json", "python -m workflow bench --sweep --json-out ...")]
     machines = table(["file", "CPU", "avx512_bf16", "amx_bf16", "1-min load before",
                       "other processes' CPU while it ran", "command"],
                      [[f"`{name}`", rec["cpu"], "yes" if rec["avx512_bf16"] else "no", "yes" if rec["amx_bf16"] else "no",

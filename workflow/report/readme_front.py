@@ -37,9 +37,10 @@ def _paper(mean, std, n) -> str:
 def _cell_row(r) -> list:
     """One row of ``headline_cells.csv`` as the findings tables print it."""
     interval = "—" if blank(r.interval) else labels.interval_long(r.interval, r.interval_df).replace("|", "\\|")
-    return [object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)), labels.width(r.width, r.precision),
-            acc(r.ours_mean, r.ours_std, int(r.n)), _paper(r.paper_mean, r.paper_std, r.paper_n), labels.diff_ci(r.diff, r.ci_low, r.ci_high),
-            interval, "—" if blank(r.verdict) else labels.verdict(r.verdict, r.n)]
+    return [object_name(r.object), NAMES.get(r.dataset, r.dataset), r.method, fmt_eps(float(r.eps)),
+            labels.width(r.width, r.precision), acc(r.ours_mean, r.ours_std, int(r.n)),
+            _paper(r.paper_mean, r.paper_std, r.paper_n), labels.diff_ci(r.diff, r.ci_low, r.ci_high), interval,
+            "—" if blank(r.verdict) else labels.verdict(r.verdict, r.n)]
 
 
 FINDINGS_HEAD = ["object", "data set", "method", "eps", "width", "ours", "paper", "ours - paper [95% interval]",
@@ -108,7 +109,8 @@ def privacy_cost(src) -> str:
 
         cost = labels.cost_status(r) if blank(r.ours_cost) else labels.diff_ci(r.ours_cost, r.ci_low, r.ci_high)
         rows.append([NAMES.get(r.dataset, r.dataset), fmt_eps(float(r.eps)),
-                     labels.width(r.width, r.precision), side(r.mean_inf, r.std_inf, r.n_inf), side(r.mean_eps, r.std_eps, r.n_eps), cost,
+                     labels.width(r.width, r.precision), side(r.mean_inf, r.std_inf, r.n_inf),
+                     side(r.mean_eps, r.std_eps, r.n_eps), cost,
                      "—" if blank(r.interval) else labels.cost_interval(r),
                      f"{r.paper_cost:+.2f} ({r.paper_inf:.2f} - {r.paper_eps:.2f})",
                      labels.num(r.diff, "+.2f")])
