@@ -124,12 +124,12 @@ def test_a_biased_setting_moves_the_weights_once_the_canary_is_sampled_and_has_t
     out = first_layer.rows(s, recs)
     assert [(r["adjacency"], r["statistic"]) for r in out] == [("add", "first_conv"), ("replace", "first_conv")]
     for row in out:
-        assert row["conv_bias"] is True and row["model"] == "inception w=0.0625 (BatchNorm, conv bias)"
+        assert row["conv_bias"] is True and (row["model"], row["norm"], row["width"]) == ("inception", "batch", 0.0625)
         assert "ignores the convolution's bias" in row["statistic_is"] and row["false_positives"] == 0
         assert row["world0_first_conv_bias_max_change_max"] is not None
     plain = first_layer.rows(first_layer.Setting(n_zero=1, width=0.0625, steps=240), recs)
     assert [r["statistic"] for r in plain] == ["first_conv", "running_mean", "either"] * 2
-    assert all(r["conv_bias"] is False and r["model"] == "inception w=0.0625 (BatchNorm)" for r in plain)
+    assert all(r["conv_bias"] is False and r["model"] == "inception" for r in plain)
 
 
 def test_update_llr_is_the_log_ratio_of_the_two_gaussian_mixtures():

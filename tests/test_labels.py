@@ -277,3 +277,11 @@ if text == "paper spread only (n = 1)" or "within 1 point" in v:
     # keys compared are fine
     ok = 'if v == "within" or v in ("below_within", "above_within") or t.origin == "here": pass'
     assert not [lit for _, lit in _compared_literals(ast.parse(ok)) if _is_sentence(lit, sentences, keys)]
+
+
+def test_an_audited_model_is_named_from_its_typed_fields():
+    """The audits' tables carry the model's key and width; the label is made from them (nothing splits a label)."""
+    assert labels.audited("inception", 1.0) == "Inception"
+    assert labels.audited("inception", 0.25) == "Inception 0.25x"
+    assert labels.audited("papernot_cnn", 1) == "tanh CNN"
+    assert labels.audited("resnet9", 0.5) == "resnet9 0.5x"  # a key without a label shows as it is

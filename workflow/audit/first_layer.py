@@ -96,6 +96,9 @@ class Setting:
         return json.dumps(d if d["conv_bias"] else {k: v for k, v in d.items() if k != "conv_bias"}, sort_keys=True)
 
 
+MODEL = "inception"  # the model the test trains: the paper's own for MNIST (dirdp.presets), BatchNorm (_config)
+
+
 def _config(s: Setting, seed: int):
     from dirdp.training import make_config
 
@@ -255,7 +258,7 @@ def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[di
             # exact: world 0's statistic is identically zero (FPR = 0); P_D(S) >= 1 - (1 - q)^T > delta
             exact = math.inf if fp == 0 and 1.0 - never > m.delta else math.nan
             out.append(dict(
-                model=f"inception w={s.width:g} (BatchNorm{', conv bias' if s.conv_bias else ''})", width=s.width,
+                model=MODEL, norm="batch", width=s.width,
                 dataset=s.dataset, adjacency=a, q=cfg.q, T=cfg.steps, alpha=cfg.alpha, lr=cfg.lr, rstar=noise.r,
                 precision="bf16" if s.bf16 else "fp32", conv_bias=s.conv_bias,
                 n_zero_records=s.n_zero, canary=f"{s.dataset} test image {s.canary}", paper_eps=s.eps,

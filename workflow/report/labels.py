@@ -44,8 +44,9 @@ STATUSES = {"no_paper_value": "no value printed in the paper", "not_comparable":
 # the audit's tables (results/<profile>/audit_*.csv)
 ADJACENCIES = {"add": "add/remove", "replace": "replace one"}
 PRECISIONS = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
-MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception",
-          "papernot_cnn": "tanh CNN", "inception": "Inception", "mlp": "MLP 784-100-10"}
+MODELS = {"papernot_cnn": "tanh CNN", "inception": "Inception", "mlp": "MLP 784-100-10"}
+# audit_subspace.csv's model column, written before that table had typed model fields (read by :func:`model` alone)
+_SUBSPACE_MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception"}
 SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics: what the adversary sees
 ATTACKS = {"dense_first_layer": "dense first layer, analytic", "gradient_inversion": "gradient inversion (Geiping et al.)"}
 
@@ -102,10 +103,17 @@ def flag(v) -> bool:
     return False if blank(v) else bool(v)
 
 
+def audited(key: str, width: float) -> str:
+    """An audited model from its typed fields: ("inception", 1.0) -> "Inception", ("inception", 0.25) ->
+    "Inception 0.25x"."""
+    return MODELS.get(key, key) + ("" if float(width) == 1.0 else f" {float(width):g}x")
+
+
 def model(label: str) -> str:
-    """An audited model as the tables name it: "inception w=1 (BatchNorm)" -> "Inception"."""
+    """``audit_subspace.csv``'s model, which names it in words until that table is made again with typed model
+    fields: "inception w=0.25 (GroupNorm)" -> "Inception 0.25x"."""
     name = label.split(" (")[0]
-    return MODELS.get(name, name)
+    return _SUBSPACE_MODELS.get(name, MODELS.get(name, name))
 
 
 def exact(v) -> str:

@@ -12,6 +12,7 @@ import pandas as pd
 
 from dirdp import methods
 from dirdp.protocol import fmt_eps
+from workflow.report import labels
 from workflow.report.labels import ADJACENCIES as ADJ
 from workflow.report.labels import ATTACKS
 from workflow.report.labels import exact as _exact
@@ -173,10 +174,13 @@ def _run_named(src, path: str, table: str) -> dict:
 def first_layer(src) -> str:
     """The exact final-model test on the paper's Inception (results/<profile>/audit_first_layer.csv): one row per
     setting (width, precision, conv bias), neighbouring relation and statistic."""
+    from workflow.audit.first_layer import MODEL as first_layer_model
+
     t = src.csv("audit_first_layer").copy()
     t["conv_bias"] = t["conv_bias"].map(_flag)
     return columns(t, [
-        ("model", "{model:model}"), ("precision", "{precision:precision}"), ("conv bias", "{conv_bias:conv_bias}"),
+        ("model", lambda r: labels.audited(first_layer_model, r["width"])), ("precision", "{precision:precision}"),
+        ("conv bias", "{conv_bias:conv_bias}"),
         ("q", "{q:.5f}"), ("T", "{T:,.0f}"), ("adjacency", "{adjacency:adjacency}"),
         ("the adversary says D when", "{statistic_is}"), ("trials per world", "{trials_per_world:.0f}"),
         ("D' trials that moved (FP)", "{false_positives:.0f}"), ("D trials that did not (FN)", "{false_negatives:.0f}"),
