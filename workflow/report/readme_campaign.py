@@ -114,7 +114,7 @@ def cpu_precision(src) -> str:
                       [f"{m['median_s']:.3f}", f"{m['vs_fp32']:.2f}", f"{100 * m['fraction_of_peak']:.0f}%"])
         configurations.append([f"{r['width']:g}x", methods.label(r["method"]) if methods.is_ours(r["method"])
                                else "non-private", r["precision"].replace("+cl", " + channels_last"), r["threads"], *cells])
-    threads = sorted({int(k.rsplit("_t", 1)[1]) for _, rec in recs for k in rec["peaks_gflops"]})
+    threads = sorted({r["threads"] for _, rec in recs for r in rec["rows"]})  # a sweep's peaks: f"{precision}_t{threads}"
 
     def peak(rec, key):
         return "—" if key not in rec["peaks_gflops"] else f"{rec['peaks_gflops'][key]:.0f}"
