@@ -124,6 +124,7 @@ def test_several_steps_at_q_below_one_detect_exactly_the_runs_that_sample_the_ca
     assert 0 < int(v["sampled1"].sum()) < 8  # (this seed) both cases occur: the test sees each
     row, final = subspace_rows.audit_rows(res)
     assert (row["adversary_sees"], final["adversary_sees"]) == ("every update", "final model")
+    assert (row["model"], row["width"], row["norm"]) == ("papernot_cnn", 0.25, "none")  # typed: no label to split
     assert math.isnan(final["exact_bound"])  # theta_T moves in world 0 too: the never-sampled event proves nothing
     assert row["T"] == 3 and row["exact_bound"] == pytest.approx(canary.never_sampled_bound(q=0.2, steps=3,
                                                                                            delta=1e-5))
@@ -204,3 +205,8 @@ def test_the_trials_split_over_processes_give_the_same_statistics(problem):
             assert torch.equal(value, two[("alg1", "add")][name]), name
     with pytest.raises(ValueError, match="workers must be an integer >= 1"):
         subspace.subspace_residuals(*TINY, workers=0, **kw)
+
+
+def test_the_audited_models_normalisation_is_read_from_the_model_itself():
+    assert subspace_setup.model_fields("inception", 0.25) == dict(model="inception", width=0.25, norm="group")
+    assert subspace_setup.model_fields("papernot_cnn", 1) == dict(model="papernot_cnn", width=1.0, norm="none")

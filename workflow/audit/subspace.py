@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, jacrev, vmap
 
 from workflow.audit.subspace_setup import (ADJACENCIES, METHODS, Claim, audit_model, claim, load_problem,
-                                        model_label)
+                                        model_fields)
 
 
 def flat(tensors) -> torch.Tensor:
@@ -216,7 +216,7 @@ def subspace_residuals(model_name: str = "papernot_cnn", width: float = 1.0, *, 
     statistic only at theta_T). ``workers`` > 1 splits the trials over that many processes of one thread each;
     the result does not depend on it (each trial's randomness is drawn from its index).
 
-    Returns {"claims": {method: Claim}, "problem", "model", "n_params", "span_dim", "max_grad_norm", "trials",
+    Returns {"claims": {method: Claim}, "problem", "model", "width", "norm" (:func:`~workflow.audit.subspace_setup.model_fields`), "n_params", "span_dim", "max_grad_norm", "trials",
     "span_time_s" (Jacobians + QR at theta_0, all trials), "wall_time_s", and (method, adjacency): dict of
     ``world0``/``world1`` (the every-update statistic, [trials] float64; NaN where not computed), ``rel0``/``rel1``
     (relative to the update's norm), ``final0``/``final1`` and ``final_rel0``/``final_rel1`` (the final-model
@@ -242,7 +242,7 @@ def subspace_residuals(model_name: str = "papernot_cnn", width: float = 1.0, *, 
             futures = [pool.submit(_trials, [int(t) for t in c], model_name, width, problem, claims, keys, threads=1,
                                    **kw) for c in chunks]
             parts = [f.result() for f in futures]  # in trial order
-    out = dict(claims=claims, problem=problem, model=model_label(model_name, width), n_params=parts[0]["n_params"],
+    out = dict(claims=claims, problem=problem, **model_fields(model_name, width), n_params=parts[0]["n_params"],
                span_dim=parts[0]["span_dim"], max_grad_norm=max_grad_norm, trials=trials,
                span_time_s=sum(p["span_time"] for p in parts), wall_time_s=time.perf_counter() - t_start,
                workers=len(parts))

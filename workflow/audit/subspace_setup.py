@@ -37,9 +37,12 @@ def audit_model(name: str, width: float, *, seed: int, dtype: torch.dtype = torc
     return net.to(dtype).train()
 
 
-def model_label(name: str, width: float) -> str:
-    norm = {"papernot_cnn": "tanh, no normalisation", "inception": "GroupNorm"}.get(name, "GroupNorm")
-    return f"{name} w={width:g} ({norm})"
+def model_fields(name: str, width: float) -> dict:
+    """The audited model's typed fields, as its table's rows carry them: ``model`` (its key), ``width`` and ``norm``
+    ("group": BatchNorm replaced by GroupNorm; "none": no normalisation layer, as Papernot's tanh CNN)."""
+    net = audit_model(name, width, seed=0)
+    return dict(model=name, width=float(width),
+                norm="group" if any(isinstance(m, nn.GroupNorm) for m in net.modules()) else "none")
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,7 @@ def privacy_rows(results: str | Path) -> pd.DataFrame:
                     & (sub.adjacency == "add")].sort_values("T", ascending=False)
         for r in every.head(1).itertuples():
             rows.append(dict(method=methods.ALG1,
-                             test=f"Algorithm 1, {labels.model(r.model)}: every update, add/remove",
+                             test=f"Algorithm 1, {labels.audited(r.model, r.width)}: every update, add/remove",
                              setting=f"subspace test; q = {r.q:.2g}, T = {r.T:,.0f}", claim=r.matched_claim_eps,
                              lower=r.eps_lower_bound, capped=r.eps_lower_bound >= r.ceiling - CAPPED,
                              exact=r.exact_bound, own_eps=math.nan))
@@ -118,7 +118,7 @@ def privacy_rows(results: str | Path) -> pd.DataFrame:
         done = one[(one.verdict != "not_run_yet") & one.best.map(labels.flag) & (one.method == methods.ALG1)]
         for r in done.sort_values("eps_lower_bound", ascending=False).head(1).itertuples():
             rows.append(dict(method=methods.ALG1,
-                             test=f"Algorithm 1, {labels.model(r.model)}: final model, add/remove",
+                             test=f"Algorithm 1, {labels.audited(r.model, r.width)}: final model, add/remove",
                              setting=f"one-run audit of a real training; {r.canaries:,.0f} canaries, "
                                      f"{r.score.replace('_', ' ')}", claim=r.claimed_eps, lower=r.eps_lower_bound,
                              capped=r.eps_lower_bound >= r.most_these_guesses_can_show - CAPPED, exact=math.nan,

@@ -45,8 +45,7 @@ STATUSES = {"no_paper_value": "no value printed in the paper", "not_comparable":
 ADJACENCIES = {"add": "add/remove", "replace": "replace one"}
 PRECISIONS = {"bf16": "bf16 autocast + channels_last", "fp32": "fp32"}
 MODELS = {"papernot_cnn": "tanh CNN", "inception": "Inception", "mlp": "MLP 784-100-10"}
-# audit_subspace.csv's model column, written before that table had typed model fields (read by :func:`model` alone)
-_SUBSPACE_MODELS = {"papernot_cnn w=1": "tanh CNN", "inception w=0.25": "Inception 0.25x", "inception w=1": "Inception"}
+NORMS = {"group": "GroupNorm", "batch": "BatchNorm", "none": "no normalisation"}
 SEES = {"final": "final model", "sequence": "every update"}  # the canary audit's statistics: what the adversary sees
 ATTACKS = {"dense_first_layer": "dense first layer, analytic", "gradient_inversion": "gradient inversion (Geiping et al.)"}
 
@@ -109,12 +108,6 @@ def audited(key: str, width: float) -> str:
     return MODELS.get(key, key) + ("" if float(width) == 1.0 else f" {float(width):g}x")
 
 
-def model(label: str) -> str:
-    """``audit_subspace.csv``'s model, which names it in words until that table is made again with typed model
-    fields: "inception w=0.25 (GroupNorm)" -> "Inception 0.25x"."""
-    name = label.split(" (")[0]
-    return _SUBSPACE_MODELS.get(name, MODELS.get(name, name))
-
 
 def exact(v) -> str:
     """An exact bound as the tables print it: "unbounded" for inf, "-" where the audit computes none."""
@@ -129,7 +122,7 @@ def claim(v: float) -> str:
 
 # Named cell formats of the block declarations (workflow.report.markdown.columns): "{adjacency:adjacency}" prints the
 # field through its label, as "{q:.5f}" prints it through Python's format.
-FORMATS = {"adjacency": ADJACENCIES.__getitem__, "method": methods.audit_label, "model": model, "exact": exact,
+FORMATS = {"adjacency": ADJACENCIES.__getitem__, "method": methods.audit_label, "exact": exact,
            "claim": claim, "eps": fmt_eps, "dataset": dataset, "precision": lambda v: PRECISIONS.get(v, v),
            "conv_bias": lambda v: "yes (footnote 2)" if flag(v) else "no", "min": lambda s: f"{s / 60:.0f} min"}
 

@@ -17,7 +17,6 @@ from workflow.report.labels import ADJACENCIES as ADJ
 from workflow.report.labels import ATTACKS
 from workflow.report.labels import exact as _exact
 from workflow.report.labels import flag as _flag
-from workflow.report.labels import model as _model
 from workflow.report.markdown import columns, table
 
 METHOD = methods.audit_label  # a row's method as the audit's tables name it ("non-private" stays itself)
@@ -54,7 +53,7 @@ def reconstruction(src) -> str:
                       f"{int((g.max_rel_error <= EXACT).sum())} of {len(g)}; median {g.max_rel_error.median():.1e}")
         else:
             result = f"mean PSNR {r.psnr_mean:.1f} dB, mean SSIM {r.ssim_mean:.2f} ({r.attack_steps:.0f} steps)"
-        rows.append([ATTACKS[attack], _model(model) + (f" {width:g}x" if width != 1 else ""), METHOD(method),
+        rows.append([ATTACKS[attack], labels.audited(model, width), METHOD(method),
                      f"{batch:.0f}", len(g) if attack == "dense_first_layer" else f"{batch:.0f}", noise, result])
     return table(["attack", "model", "method", "batch", "images", "r* (Alg. 1) / sigma (DP-SGD)", "result"], rows)
 
@@ -112,9 +111,9 @@ def membership_learned(src) -> str:
 
 
 def subspace(src) -> str:
-    t = src.csv("audit_subspace", ["matched_claim_eps"])
+    t = src.csv("audit_subspace", ["matched_claim_eps", "width", "norm"])
     rows = columns(t, [
-        ("setting", "{setting}"), ("model", "{model:model}"), ("method", "{method:method}"),
+        ("setting", "{setting}"), ("model", lambda r: labels.audited(r["model"], r["width"])), ("method", "{method:method}"),
         ("adjacency", "{adjacency:adjacency}"), ("the adversary sees", "{adversary_sees}"),
         ("claim for this adjacency", "{matched_claim_eps:claim} ({matched_claim_by})"),
         ("trials per world", "{trials_per_world:,.0f}"), ("eps lower bound (95%)", bound("eps_lower_bound", "matched_claim_eps")),

@@ -11,7 +11,8 @@ from dirdp import methods
 from workflow.audit.claims import control_verdict
 from workflow.report.labels import MODELS
 from workflow.report.markdown import columns, line, table
-from workflow.report.readme_audit import ADJ, METHOD, _bold_if, _exact, _flag, _model, bound
+from workflow.report import labels
+from workflow.report.readme_audit import ADJ, METHOD, _bold_if, _exact, _flag, bound
 
 # the control's verdict (workflow.audit.claims.control_verdict, from its numbers), labelled here
 CONTROL_VERDICTS = {"sound_with_power": "sound, with power: 0 < bound <= DP-SGD's own eps",
@@ -106,12 +107,12 @@ def privacy(src) -> str:
                      f"its own eps {r.mechanism_eps:.3f}; bound / own eps = {r.eps_lower_bound / r.mechanism_eps:.2f}",
                      f"{r.eps_lower_bound:.2f}", "-",
                      CONTROL_VERDICTS[control_verdict(r.eps_lower_bound, r.mechanism_eps)]])
-    sub = src.csv("audit_subspace")
+    sub = src.csv("audit_subspace", ["width", "norm"], "audit_subspace")
     null = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == "final model") & (sub.q < 1)
-               & sub.model.str.startswith("inception")]
+               & (sub.model == "inception")]
     for r in null.itertuples():
-        rows.append([f"subspace test, q = {r.q:.3g}, T = {r.T:,.0f}", f"{METHOD(r.method)}, {_model(r.model)} "
-                     "(GroupNorm)", "final model", ADJ[r.adjacency], f"{r.matched_claim_eps:.2f}",
+        rows.append([f"subspace test, q = {r.q:.3g}, T = {r.T:,.0f}", f"{METHOD(r.method)}, {labels.audited(r.model, r.width)} "
+                     f"({labels.NORMS[r.norm]})", "final model", ADJ[r.adjacency], f"{r.matched_claim_eps:.2f}",
                      f"{r.trials_per_world:.0f} trials a world", _bold_if(r.eps_lower_bound, r.matched_claim_eps),
                      "-", r.verdict])
     return table(["test", "model", "the adversary sees", "neighbours", "claim", "what was seen",
