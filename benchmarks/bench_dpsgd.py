@@ -162,7 +162,9 @@ def main(argv=None) -> int:
     rows = [dict(variant=k, median_s_per_step=statistics.median(v), over_algorithm1=statistics.median(v) / ref,
                  times_s=[round(t, 4) for t in v]) for k, v in times.items()]
     rows += [dict(variant=k, error=e) for k, e in errors.items()]
-    dp = [r for r in rows if r["variant"].startswith(("opacus", "torch.func")) and "error" not in r]
+    from workflow.report.step_cost import DPSGD, family
+
+    dp = [r for r in rows if family(r["variant"]) == DPSGD and "error" not in r]
     fastest = min(dp, key=lambda r: r["median_s_per_step"]) if dp else None
     for r in rows:
         if "error" not in r:

@@ -23,7 +23,7 @@ def _bench(dpsgd_s: float, *, failed: bool = False) -> dict:
             dict(variant="opacus hooks bf16", median_s_per_step=dpsgd_s, over_algorithm1=dpsgd_s / 2.0,
                  times_s=[dpsgd_s, dpsgd_s, dpsgd_s])]
     if failed:
-        rows.append(dict(variant="opacus ghost bf16", error="RuntimeError: no bf16 here"))
+        rows.append(dict(variant="opacus ghost fp32", error="RuntimeError: no ghost here"))
     return dict(rows=rows, reference="alg1 bf16+cl (BatchNorm)", fastest_dpsgd="opacus hooks bf16",
                 provenance=dict(device="cpu: test", config=dict(threads=1, width=1.0, batch=250)))
 
@@ -34,8 +34,21 @@ def test_rows_give_the_ratio_the_run_hours_and_why_a_variant_failed():
     hooks = t[t.variant == "opacus hooks bf16"].iloc[0]
     assert hooks.over_algorithm1 == 3.5 and hooks.fastest_dpsgd
     assert hooks.run_hours == pytest.approx(7.0 * 9600 / 3600)  # 18.7 h of steps
-    ghost = t[t.variant == "opacus ghost bf16"].iloc[0]
+    ghost = t[t.variant == "opacus ghost fp32"].iloc[0]
     assert math.isnan(ghost.median_s) and ghost.error.startswith("RuntimeError") and ghost.times_s == ""
+
+
+def test_each_variant_the_bench_times_has_its_method_declared():
+    """The bench's variants are those whose method step_cost declares (no name is read for its method)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_dpsgd", REPO / "benchmarks" / "bench_dpsgd.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert list(bench.VARIANTS) == list(step_cost.VARIANT_METHODS)
+    assert step_cost.family(bench.REFERENCE) == step_cost.ALG1
+    with pytest.raises(ValueError, match="not a variant of benchmarks/bench_dpsgd.py"):
+        step_cost.family("alg1 fp16")
 
 
 @pytest.mark.parametrize("dpsgd_s, width", [(5.9, "full"), (6.0, "full"), (6.1, "reduced")])

@@ -20,12 +20,18 @@ from dirdp import methods
 
 WITHIN = 3.0  # DP-SGD trains at full width where its fastest step is at most this many Algorithm-1 steps
 ALG1, DPSGD = methods.ALG1, methods.DPSGD  # the two families of the bench's variants (method keys)
+# every variant of benchmarks/bench_dpsgd.py (its name: the key of its row) -> the method it steps; the bench times
+# these and no other (tests/test_step_cost.py)
+VARIANT_METHODS = {"alg1 bf16+cl (BatchNorm)": ALG1, "alg1 fp32 (GroupNorm)": ALG1, "opacus hooks fp32": DPSGD,
+                   "opacus hooks bf16": DPSGD, "opacus ghost fp32": DPSGD, "torch.func fp32": DPSGD,
+                   "torch.func bf16": DPSGD}
 
 
 def family(variant: str) -> str:
-    """:data:`ALG1` for the bench's Algorithm-1 variants (named ``alg1 ...``), :data:`DPSGD` for every other: the
-    method's key (its label is applied where a table or figure shows it)."""
-    return ALG1 if variant.startswith(methods.ALG1) else DPSGD
+    """The method a bench variant steps (:data:`VARIANT_METHODS`): its key, labelled where a table or figure shows it."""
+    if variant not in VARIANT_METHODS:
+        raise ValueError(f"{variant!r}: not a variant of benchmarks/bench_dpsgd.py (known: {', '.join(VARIANT_METHODS)})")
+    return VARIANT_METHODS[variant]
 
 
 def table(rec: dict, *, steps: int, source: str = "") -> pd.DataFrame:
