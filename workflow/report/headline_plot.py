@@ -18,6 +18,7 @@ import pandas as pd
 
 from dirdp import methods, provenance
 from dirdp.protocol import fmt_eps
+from workflow.audit import subspace_rows
 from workflow.report import labels, style
 
 PAPER_WIDTH = 1.0
@@ -105,7 +106,7 @@ def privacy_rows(results: str | Path) -> pd.DataFrame:
     rows = []
     sub = _read(results, "audit_subspace")
     if sub is not None:
-        every = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == "every update") & (sub.q < 1)
+        every = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == subspace_rows.EVERY_UPDATE) & (sub.q < 1)
                     & (sub.adjacency == "add")].sort_values("T", ascending=False)
         for r in every.head(1).itertuples():
             rows.append(dict(method=methods.ALG1,

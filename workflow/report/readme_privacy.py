@@ -9,6 +9,7 @@ from pathlib import Path
 
 from dirdp import methods
 from workflow.audit.claims import control_verdict
+from workflow.audit.subspace_rows import FINAL_MODEL
 from workflow.report.labels import MODELS
 from workflow.report.markdown import columns, line, table
 from workflow.report import labels
@@ -108,7 +109,7 @@ def privacy(src) -> str:
                      f"{r.eps_lower_bound:.2f}", "-",
                      CONTROL_VERDICTS[control_verdict(r.eps_lower_bound, r.mechanism_eps)]])
     sub = src.csv("audit_subspace", ["width", "norm"], "audit_subspace")
-    null = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == "final model") & (sub.q < 1)
+    null = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == FINAL_MODEL) & (sub.q < 1)
                & (sub.model == "inception")]
     for r in null.itertuples():
         rows.append([f"subspace test, q = {r.q:.3g}, T = {r.T:,.0f}", f"{METHOD(r.method)}, {labels.audited(r.model, r.width)} "
