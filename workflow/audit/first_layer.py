@@ -57,11 +57,9 @@ from dirdp.audit.stats import epsilon_lower_bound
 from workflow.audit.claims import ADJACENCY_NAMES, matched_claim, verdict
 
 ADJACENCIES = tuple(ADJACENCY_NAMES)
-STATISTICS = {
-    "first_conv": "first convolution's weights: theta_T != theta_0",
-    "running_mean": "first BatchNorm's running mean != 0",
-    "either": "either of the two",
-}
+MODEL = "inception"  # the model the test trains: the paper's own for MNIST (dirdp.presets), BatchNorm (_config)
+STATISTICS = {"first_conv": "first convolution's weights: theta_T != theta_0",
+              "running_mean": "first BatchNorm's running mean != 0", "either": "either of the two"}
 # with a conv bias only the weights' statistic is valid (the bias and the running mean it feeds move without data)
 BIASED_STATISTICS = {
     "first_conv": "first convolution's weights: theta_T != theta_0 (ignores the convolution's bias, whose gradient "
@@ -94,9 +92,6 @@ class Setting:
         committed trials of the settings before it keep matching."""
         d = asdict(self)
         return json.dumps(d if d["conv_bias"] else {k: v for k, v in d.items() if k != "conv_bias"}, sort_keys=True)
-
-
-MODEL = "inception"  # the model the test trains: the paper's own for MNIST (dirdp.presets), BatchNorm (_config)
 
 
 def _config(s: Setting, seed: int):
