@@ -216,7 +216,8 @@ def subspace_residuals(model_name: str = "papernot_cnn", width: float = 1.0, *, 
     statistic only at theta_T). ``workers`` > 1 splits the trials over that many processes of one thread each;
     the result does not depend on it (each trial's randomness is drawn from its index).
 
-    Returns {"claims": {method: Claim}, "problem", "model", "width", "norm" (:func:`~workflow.audit.subspace_setup.model_fields`), "n_params", "span_dim", "max_grad_norm", "trials",
+    Returns {"claims": {method: Claim}, "problem", "model", "width", "norm"
+    (:func:`~workflow.audit.subspace_setup.model_fields`), "n_params", "span_dim", "max_grad_norm", "trials",
     "span_time_s" (Jacobians + QR at theta_0, all trials), "wall_time_s", and (method, adjacency): dict of
     ``world0``/``world1`` (the every-update statistic, [trials] float64; NaN where not computed), ``rel0``/``rel1``
     (relative to the update's norm), ``final0``/``final1`` and ``final_rel0``/``final_rel1`` (the final-model

@@ -66,7 +66,8 @@ def audit_rows(res: dict) -> list[dict]:
                      if c.dirichlet and stat == "world" else math.nan)
             trials = res["trials"]
             rows.append(dict(
-                method=method, model=res["model"], width=res["width"], norm=res["norm"], adjacency=adjacency, q=c.q, T=c.steps, paper_eps=c.paper_eps,
+                method=method, model=res["model"], width=res["width"], norm=res["norm"], adjacency=adjacency, q=c.q,
+                T=c.steps, paper_eps=c.paper_eps,
                 claimed_eps=c.eps, claimed_by=c.accountant if c.dirichlet else "alg1's claim at this (q, T)",
                 certified_eps=c.certified, lr=c.lr,
                 mechanism=c.mechanism + (f", C={res['max_grad_norm']:g}" if not c.dirichlet else ""),

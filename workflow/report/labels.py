@@ -108,7 +108,6 @@ def audited(key: str, width: float) -> str:
     return MODELS.get(key, key) + ("" if float(width) == 1.0 else f" {float(width):g}x")
 
 
-
 def exact(v) -> str:
     """An exact bound as the tables print it: "unbounded" for inf, "-" where the audit computes none."""
     v = float(v)

@@ -113,7 +113,8 @@ def membership_learned(src) -> str:
 def subspace(src) -> str:
     t = src.csv("audit_subspace", ["matched_claim_eps", "width", "norm"])
     rows = columns(t, [
-        ("setting", "{setting}"), ("model", lambda r: labels.audited(r["model"], r["width"])), ("method", "{method:method}"),
+        ("setting", "{setting}"), ("model", lambda r: labels.audited(r["model"], r["width"])),
+        ("method", "{method:method}"),
         ("adjacency", "{adjacency:adjacency}"), ("the adversary sees", "{adversary_sees}"),
         ("claim for this adjacency", "{matched_claim_eps:claim} ({matched_claim_by})"),
         ("trials per world", "{trials_per_world:,.0f}"), ("eps lower bound (95%)", bound("eps_lower_bound", "matched_claim_eps")),

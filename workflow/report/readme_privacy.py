@@ -112,8 +112,9 @@ def privacy(src) -> str:
     null = sub[(sub.method == methods.ALG1) & (sub.adversary_sees == FINAL_MODEL) & (sub.q < 1)
                & (sub.model == "inception")]
     for r in null.itertuples():
-        rows.append([f"subspace test, q = {r.q:.3g}, T = {r.T:,.0f}", f"{METHOD(r.method)}, {labels.audited(r.model, r.width)} "
-                     f"({labels.NORMS[r.norm]})", "final model", ADJ[r.adjacency], f"{r.matched_claim_eps:.2f}",
+        rows.append([f"subspace test, q = {r.q:.3g}, T = {r.T:,.0f}",
+                     f"{METHOD(r.method)}, {labels.audited(r.model, r.width)} ({labels.NORMS[r.norm]})", "final model",
+                     ADJ[r.adjacency], f"{r.matched_claim_eps:.2f}",
                      f"{r.trials_per_world:.0f} trials a world", _bold_if(r.eps_lower_bound, r.matched_claim_eps),
                      "-", r.verdict])
     return table(["test", "model", "the adversary sees", "neighbours", "claim", "what was seen",

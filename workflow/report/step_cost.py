@@ -28,9 +28,11 @@ VARIANT_METHODS = {"alg1 bf16+cl (BatchNorm)": ALG1, "alg1 fp32 (GroupNorm)": AL
 
 
 def family(variant: str) -> str:
-    """The method a bench variant steps (:data:`VARIANT_METHODS`): its key, labelled where a table or figure shows it."""
+    """The method a bench variant steps (:data:`VARIANT_METHODS`): its key, labelled where a table or figure shows
+    it."""
     if variant not in VARIANT_METHODS:
-        raise ValueError(f"{variant!r}: not a variant of benchmarks/bench_dpsgd.py (known: {', '.join(VARIANT_METHODS)})")
+        known = ", ".join(VARIANT_METHODS)
+        raise ValueError(f"{variant!r}: not a variant of benchmarks/bench_dpsgd.py (known: {known})")
     return VARIANT_METHODS[variant]
 
 
