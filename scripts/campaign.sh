@@ -2,8 +2,7 @@
 # The CPU evidence campaign (config/cpu.yaml, `campaign: queue:`): its runs in the background through Snakemake
 # (python -m workflow campaign run: the runs not done as targets of snakemake --keep-going, each train job at the
 # priority of its place in the queue), K = 2 cores by default (a run that `training: threads_by_width` gives n threads
-# takes n of them), logs in results/logs/runs/cpu/ and results/logs/campaign-cpu.log. With `campaign: redo_dirty:
-# true` a result whose provenance says "+dirty" (uncommitted code) is trained again from a clean tree and replaced.
+# takes n of them), logs in results/logs/runs/cpu/ and results/logs/campaign-cpu.log.
 #   bash scripts/campaign.sh start    # start, or resume: first restores the parked checkpoints (below)
 #   bash scripts/campaign.sh status   # where each run stands (finished + accuracy, checkpoint step, queued)
 #   bash scripts/campaign.sh stop     # every run writes its checkpoint now and stops (SIGTERM)

@@ -108,8 +108,7 @@ def test_each_train_job_of_the_dag_has_its_place_in_the_profiles_order_as_priori
             if j.status == "queued"]
     queued = [str(j.out.relative_to(REPO)) for j in jobs]
     assert len(queued) > 10
-    force = ["--force"] if any(j.replaces for j in jobs) else []  # as the campaign's command: a redone result is forced
-    done = subprocess.run([sys.executable, "-m", "snakemake", *queued[::-1], "-n", *force, "--configfile",
+    done = subprocess.run([sys.executable, "-m", "snakemake", *queued[::-1], "-n", "--configfile",
                            "config/cpu.yaml"],
                           cwd=REPO, env=dict(os.environ, DIRDP_DATA=str(mirror_root), PYTHONPATH=str(REPO)),
                           capture_output=True, text=True, timeout=600)
@@ -260,38 +259,6 @@ def test_campaign_sh_start_stop_and_start_again_resumes_the_run_from_its_checkpo
         assert not out.exists() and steps[-1] and "interrupted at step" in log.read_text()
     assert steps[0] < steps[1] and f"resumed from step {steps[0]} of 10000000" in log.read_text()
     assert not out.with_name(out.name + ".lock").exists()
-
-
-@pytest.mark.slow
-def test_redo_dirty_trains_a_result_of_uncommitted_code_again_and_replaces_it(tiny_root, tmp_path, monkeypatch):
-    """``campaign: redo_dirty`` queues a finished run whose provenance says "+dirty": Snakemake is told to force it and
-    it lands anew at its path (here: the same weights, since a run is deterministic on CPU); status says both
-    while it is queued. Without the key a result is a result."""
-    for key, value in _env(tiny_root).items():
-        monkeypatch.setenv(key, value)
-    cfg = tmp_path / "p.yaml"
-    cfg.write_text("profile: smoke-redo\nextends: smoke\ngrids:\n  table2_mnist: {eps: [inf]}\n"
-                   "campaign: {queue: [{method: alg1}], redo_dirty: true}\n")
-    kw = dict(k=1, budget_s=0, tests=False, bench=False, workdir=tmp_path, max_runs=1, say=lambda m: None)
-    first = run.run_campaign(cfg, **kw)
-    (job,) = plan.plan(plan.load_profile(cfg), results_root=tmp_path / "results/runs", max_runs=1)
-    assert [r["status"] for r in first["runs"]] == ["finished"] and job.out.exists()
-    rec = json.loads(job.out.read_text())
-    dirty = dict(rec, test_accuracy=12.34, provenance=dict(rec["provenance"], git_commit="0" * 40 + "+dirty"))
-    job.out.write_text(json.dumps(dirty))
-    (redo,) = plan.plan(plan.load_profile(cfg), results_root=tmp_path / "results/runs", max_runs=1)
-    assert redo.status == "queued" and redo.replaces == dict(git_commit="0" * 40 + "+dirty", test_accuracy=12.34,
-                                                             params_sha256=rec["params_sha256"])
-    line = plan.describe(redo)
-    assert "finished   test acc.  12.34" in line and "made by uncommitted code, trained again: queued" in line
-    again = run.run_campaign(cfg, **kw)
-    assert "--force" in again["train"]["command"] and [r["status"] for r in again["runs"]] == ["finished"]
-    landed = json.loads(job.out.read_text())
-    assert landed["test_accuracy"] == rec["test_accuracy"] != 12.34 and landed["params_sha256"] == rec["params_sha256"]
-    assert again["runs"][0]["replaces"]["test_accuracy"] == 12.34
-    plain = plan.Job(redo.run, redo.out, redo.log, redo.args)  # without redo_dirty: a result is a result
-    job.out.write_text(json.dumps(dirty))
-    assert plain.done()
 
 
 @pytest.mark.slow
@@ -450,13 +417,11 @@ def test_snakemake_reads_the_campaigns_targets_as_targets_whatever_its_options(t
     from workflow.campaign import train
 
     jobs = plan.plan(Profile.load(REPO / "config/gpu.yaml"), results_root=tmp_path / "results/runs", max_runs=3)
-    for redo in (False, True):  # a redo of a result of uncommitted code forces the targets
-        jobs[1].replaces = {"git_commit": "0" * 40 + "+dirty"} if redo else None
-        cmd = train.snakemake_command(REPO / "config/gpu.yaml", jobs, k=3, gpu=True, work=tmp_path, datasets=["mnist"])
-        args = get_argument_parser().parse_args(cmd[3:])
-        assert args.targets == [str(j.out.relative_to(tmp_path)) for j in jobs]
-        assert list(args.resources) == ["gpu"] and args.config == ["datasets=[mnist]"] and args.force == redo
-        assert str(args.directory) == str(tmp_path) and args.nolock and args.keep_going
+    cmd = train.snakemake_command(REPO / "config/gpu.yaml", jobs, k=3, gpu=True, work=tmp_path, datasets=["mnist"])
+    args = get_argument_parser().parse_args(cmd[3:])
+    assert args.targets == [str(j.out.relative_to(tmp_path)) for j in jobs]
+    assert list(args.resources) == ["gpu"] and args.config == ["datasets=[mnist]"] and not args.force
+    assert str(args.directory) == str(tmp_path) and args.nolock and args.keep_going
 
 
 def test_the_campaigns_snakemake_starts_the_head_of_the_queue_first_whatever_its_threads(tmp_path):

@@ -35,8 +35,6 @@ class Job:
     args: list[str]  # python -m dirdp train's arguments: the DAG's train job's (rules/train.smk), --out included
     threads: int = 1  # its torch threads: the profile's for its width (training: threads_by_width), its DAG job's
     status: str = "queued"  # queued, done (before this campaign), running-elsewhere; after it: finished, stopped, ...
-    redo_dirty: bool = False  # the profile's ``campaign: redo_dirty``: a result of uncommitted code is trained again
-    replaces: dict | None = None  # the +dirty result this job trains again (its commit, accuracy, weights' hash)
     step_before: int | None = None  # its checkpoint's step when this campaign started
 
     @property
@@ -48,8 +46,8 @@ class Job:
         return self.out.with_name(self.out.name + ".ckpt.pt")
 
     def done(self) -> bool:
-        """Its result is there, and (with ``redo_dirty``) was made by committed code."""
-        return self.out.exists() and not (self.redo_dirty and made_dirty(self.out) is not None)
+        """Its result is there."""
+        return self.out.exists()
 
 
 def now() -> str:
@@ -78,58 +76,18 @@ def load_profile(config: str | Path, *, smoke: bool = False) -> Profile:
     return Profile.from_config(profile_config(config, smoke=smoke))
 
 
-TRAINING_CODE = "dirdp/"  # what `python -m dirdp train` imports of this repository: the package alone
-
-
-def outside_training_code(session: dict) -> bool:
-    """Whether a "+dirty" session recorded the files that differed from its commit and none is training code
-    (:data:`TRAINING_CODE`): edits to tests, notebooks or the workflow beside a run change nothing it computes."""
-    files = session.get("dirty_files")
-    return isinstance(files, list) and not any(str(f).startswith(TRAINING_CODE) for f in files)
-
-
-def made_dirty(out: Path) -> dict | None:
-    """What a result JSON says of the code that made it when that code was uncommitted (its provenance commit ends
-    in "+dirty"): the commit, test accuracy and weights' hash; None for committed code, for a result whose every
-    uncommitted session recorded its differing files and none is training code (:func:`outside_training_code`), for
-    one whose every uncommitted session a replay by committed code matched bit for bit
-    (:mod:`workflow.campaign.replay`), or for a file it cannot read."""
-    from dirdp.provenance import dirty
-    from workflow.campaign import replay
-
-    try:
-        rec = json.loads(Path(out).read_text())
-        made = dirty(rec["provenance"])
-        prov = rec["provenance"]
-        sessions = [s for s in prov.get("sessions") or () if "+dirty" in str(s.get("git_commit", ""))]
-        if made is not None and sessions and all(outside_training_code(s) for s in sessions) and (
-                "+dirty" not in str(prov.get("git_commit", "")) or outside_training_code(prov)):
-            made = None
-        if made is not None and replay.record_path(out).exists():
-            made = None if replay.covers(json.loads(replay.record_path(out).read_text()), rec) else made
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return None
-    return None if made is None else dict(git_commit=made["git_commit"], test_accuracy=rec.get("test_accuracy"),
-                                          params_sha256=rec.get("params_sha256"))
-
-
 def plan(profile: Profile, *, results_root: str | Path = "results/runs", logs_root: str | Path = "results/logs/runs",
          max_runs: int | None = None) -> list[Job]:
     """The profile's runs in its priority order (:meth:`Profile.campaign_queue`), each as a job with the DAG's
-    train command and log; ``max_runs`` keeps the first that many. With ``campaign: redo_dirty: true`` a run whose
-    result was made by uncommitted code (provenance "+dirty") is queued again: it trains at its own path (Snakemake
-    forces it; the old result stays in git history)."""
-    redo = bool((profile.config.get("campaign") or {}).get("redo_dirty"))
+    train command and log; ``max_runs`` keeps the first that many."""
     jobs = []
     for run in profile.campaign_queue()[:max_runs]:
         out = Path(run.path(profile.name, str(results_root)))
         log = Path(logs_root) / profile.name / run.dataset / f"{run.tag}.log"
         threads = profile.threads(run)
         args = [*profile.train_args(run), "--threads", str(threads), "--out", str(out)]
-        job = Job(run, out, log, args, threads=threads, redo_dirty=redo, step_before=checkpoint_step(out))
+        job = Job(run, out, log, args, threads=threads, step_before=checkpoint_step(out))
         job.status = "done" if job.done() else "running-elsewhere" if is_running(out) else "queued"
-        if redo and out.exists() and job.status != "done":
-            job.replaces = made_dirty(out)
         jobs.append(job)
     return jobs
 
@@ -172,8 +130,12 @@ def pace(log: Path) -> str | None:
 
 def describe(job: Job, parked: dict | None = None) -> str:
     """One line: where this run stands (finished with its accuracy, in progress at step s / T, queued, or with a
-    checkpoint parked in git history: ``parked``, its entry of :mod:`workflow.campaign.parked`'s ledger); for a
-    finished result of uncommitted code that the campaign trains again (``redo_dirty``), both."""
+    checkpoint parked in git history: ``parked``, its entry of :mod:`workflow.campaign.parked`'s ledger)."""
+    if job.out.exists():
+        rec = json.loads(job.out.read_text())
+        wall = rec.get("wall_time_s") or 0
+        return (f"{job.name:42s} finished   test acc. {rec['test_accuracy']:6.2f}  "
+                f"({rec['steps']} steps, {wall / 60:.0f} min, {rec['provenance']['git_commit'][:12]})")
     if "--steps" in job.args:
         steps = int(job.args[job.args.index("--steps") + 1])
     else:  # the paper's T of the data set (what python -m dirdp train runs without --steps)
@@ -188,14 +150,6 @@ def describe(job: Job, parked: dict | None = None) -> str:
         at += f" ({now_at}, its log)"
     if step is None and parked:
         where, at = "parked", f"checkpoint at step {parked['step']} of {steps} in git ({parked['commit'][:12]}: start restores it)"
-    if job.out.exists():
-        rec = json.loads(job.out.read_text())
-        wall = rec.get("wall_time_s") or 0
-        line = (f"{job.name:42s} finished   test acc. {rec['test_accuracy']:6.2f}  "
-                f"({rec['steps']} steps, {wall / 60:.0f} min, {rec['provenance']['git_commit'][:12]})")
-        if job.done():
-            return line
-        return line + f"; made by uncommitted code, trained again: {where}, {at}"
     return f"{job.name:42s} {where:10s} {at}" + (f" ({job.threads} threads)" if job.threads > 1 else "")
 
 
@@ -207,7 +161,6 @@ def status(config: str | Path, *, workdir: str | Path | None = None) -> str:
     work = Path(workdir) if workdir else REPO
     jobs = plan(profile, results_root=work / "results" / "runs", logs_root=work / "results" / "logs" / "runs")
     ledger = parked.read(work, profile.name)
-    done, redo = sum(j.done() for j in jobs), sum(j.out.exists() and not j.done() for j in jobs)
-    again = f" ({redo} more finished by uncommitted code: trained again, redo_dirty)" if redo else ""
-    return "\n".join([f"campaign of '{profile.name}' ({config}): {done} of {len(jobs)} runs finished{again}"]
+    done = sum(j.done() for j in jobs)
+    return "\n".join([f"campaign of '{profile.name}' ({config}): {done} of {len(jobs)} runs finished"]
                      + [describe(j, ledger.get(str(j.out.relative_to(work)))) for j in jobs])

@@ -20,7 +20,7 @@ import yaml
 from dirdp import methods
 from workflow.campaign.fit import choose_k, fit_runs
 from workflow.campaign.packing import MIB, pack, pack_list
-from workflow.campaign.plan import REPO, Job, checkpoint_step, made_dirty, now, plan, profile_config
+from workflow.campaign.plan import REPO, Job, checkpoint_step, now, plan, profile_config
 from workflow.campaign.summary import record, report
 from workflow.campaign.train import has_snakemake, plain_command, run_until, snakemake_command
 from workflow.experiments import OBJECTS, Profile
@@ -186,10 +186,9 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
                               datasets=sorted(present) if needed - present else None,
                               deadline=None if deadline is None else deadline - reserve)
     started_at = time.time() - (time.monotonic() - t0)
-    for j in todo:  # a redone result of uncommitted code counts once it is replaced
-        landed = j.out.exists() and (j.replaces is None or made_dirty(j.out) != j.replaces)
+    for j in todo:
         began = j.log.exists() and j.log.stat().st_mtime >= started_at  # its job wrote its log in this campaign
-        j.status = ("finished" if landed else "stopped" if (checkpoint_step(j.out) or 0) > (j.step_before or 0)
+        j.status = ("finished" if j.out.exists() else "stopped" if (checkpoint_step(j.out) or 0) > (j.step_before or 0)
                     else "failed" if began else "not reached")
     summary["runs"] = [record(j) for j in todo if j.status != "not reached"]
     summary["not_reached"] = [j.name for j in jobs if j.status in ("queued", "not reached")]

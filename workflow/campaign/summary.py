@@ -21,7 +21,7 @@ def record(job: Job) -> dict:
     done_now = None if at is None else at - (resumed or 0)
     return dict(run=job.name, out=str(job.out), status=job.status, step=at, steps=rec["steps"] if rec else None,
                 resumed_from=resumed, steps_this_call=done_now,
-                test_accuracy=rec["test_accuracy"] if rec else None, replaces=job.replaces)
+                test_accuracy=rec["test_accuracy"] if rec else None)
 
 
 def report(summary: dict) -> str:

@@ -37,12 +37,11 @@ def has_snakemake() -> bool:
 def snakemake_command(profile_file: str | Path, jobs: list[Job], *, k: int, gpu: bool, work: Path,
                       datasets: list[str] | None = None) -> list[str]:
     """``snakemake --keep-going`` of the profile ``profile_file`` with ``jobs``' results as its targets, K at a time,
-    in ``work`` (the folder that holds results/). A job that redoes a result of uncommitted code (``redo_dirty``) makes
-    the targets forced: each is trained anew (the others have no result yet). ``datasets``: the profile restricted to
-    the data sets on disk here. No lock (``--nolock``): the runs lock themselves, and a person may run the DAG with
-    ``--config train=false`` in the same checkout meanwhile. The greedy scheduler takes the ready jobs in priority
-    order, the queue's: the default (ILP) maximises the sum of the priorities it starts, so two one-thread runs far
-    down the queue would start before the two-thread run at its head."""
+    in ``work`` (the folder that holds results/). ``datasets``: the profile restricted to the data sets on disk
+    here. No lock (``--nolock``): the runs lock themselves, and a person may run the DAG with ``--config
+    train=false`` in the same checkout meanwhile. The greedy scheduler takes the ready jobs in priority order, the
+    queue's: the default (ILP) maximises the sum of the priorities it starts, so two one-thread runs far down the
+    queue would start before the two-thread run at its head."""
     targets = [str(j.out.resolve().relative_to(work.resolve())) for j in jobs]  # first: options take several values
     cmd = [sys.executable, "-m", "snakemake", *targets, "--snakefile", str(REPO / "Snakefile"), "--directory", str(work),
            "--configfile", str(Path(profile_file).resolve()), "--keep-going", "--rerun-incomplete", "--nolock",
@@ -51,8 +50,6 @@ def snakemake_command(profile_file: str | Path, jobs: list[Job], *, k: int, gpu:
         cmd += ["--resources", f"gpu={k}"]
     if datasets:
         cmd += ["--config", f"datasets=[{','.join(datasets)}]"]
-    if any(j.replaces for j in jobs):
-        cmd += ["--force"]
     return cmd
 
 
