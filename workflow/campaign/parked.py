@@ -23,11 +23,14 @@ of it). A run that lands leaves the ledger in the commit that adds its result (:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from workflow.campaign.travel import git
 
 REPO = Path(__file__).resolve().parents[2]
 SUFFIX = ".ckpt.pt"
@@ -65,22 +68,14 @@ def write(root: Path, profile: str, entries: dict[str, dict]) -> Path:
     return path
 
 
-def _git(root: Path, *args: str, binary: bool = False) -> str | bytes:
-    out = subprocess.run(["git", *args], cwd=root, capture_output=True, check=True).stdout
-    return out if binary else out.decode().strip()
-
-
-def _step(root: Path, blob: str) -> int | None:
-    """The step of the checkpoint git holds as ``blob`` (None if it cannot be read as one)."""
-    import io
-
-    import torch
-
+def step_of(checkpoint) -> int | None:
+    """The step a checkpoint is at: ``checkpoint`` a path or a file object (a blob git holds); None if it cannot be
+    read as one (a half-written or foreign file: a status says "unreadable", the ledger "step unknown")."""
     try:
-        state = torch.load(io.BytesIO(_git(root, "cat-file", "blob", blob, binary=True)), map_location="cpu",
-                           weights_only=False)
-        return int(state["state"]["step"])
-    except Exception:  # noqa: BLE001 - a foreign file: the ledger says "step unknown", the run still resumes
+        import torch
+
+        return int(torch.load(checkpoint, map_location="cpu", weights_only=False)["state"]["step"])
+    except Exception:  # noqa: BLE001 - never crash a status or a save on it
         return None
 
 
@@ -90,22 +85,22 @@ def record(root: Path, profile: str, *, commit: str = "HEAD") -> list[str]:
     and return the checkpoints (paths relative to ``root``) that ``commit`` tracks, for the caller to take out of the
     tree (``git rm --cached``) in the next commit."""
     root = Path(root)
-    full = _git(root, "rev-parse", commit)
-    listed = _git(root, "ls-tree", "-r", "-z", full, "--", f"results/runs/{profile}/").split("\0")
+    full = git(root, "rev-parse", commit)
+    listed = git(root, "ls-tree", "-r", "-z", full, "--", f"results/runs/{profile}/").split("\0")
     tracked = {}
     for line in filter(None, listed):
         meta, path = line.split("\t", 1)
         if path.endswith(SUFFIX):
             tracked[path] = meta.split()[2]
     entries = prune_entries(root, read(root, profile))
-    when = _git(root, "show", "-s", "--format=%cI", full)  # when the commit added them
+    when = git(root, "show", "-s", "--format=%cI", full)  # when the commit added them
     for path, blob in sorted(tracked.items()):
         result = path.removesuffix(SUFFIX)
         if (root / result).exists():
             continue  # finished meanwhile: its checkpoint only leaves the tree
-        size = int(_git(root, "cat-file", "-s", blob))
-        entries[result] = dict(checkpoint=path, step=_step(root, blob), bytes=size, blob=blob, commit=full,
-                               parked=when)
+        size = int(git(root, "cat-file", "-s", blob))
+        step = step_of(io.BytesIO(git(root, "cat-file", "blob", blob, binary=True)))
+        entries[result] = dict(checkpoint=path, step=step, bytes=size, blob=blob, commit=full, parked=when)
     write(root, profile, entries)
     return sorted(tracked)
 
@@ -135,7 +130,7 @@ def restore(root: Path, profile: str, say=print) -> list[str]:
         if (root / result).exists() or ckpt.exists():
             continue
         try:
-            size = int(_git(root, "cat-file", "-s", e["blob"]))
+            size = int(git(root, "cat-file", "-s", e["blob"]))
         except subprocess.CalledProcessError:
             raise ValueError(f"the parked checkpoint of {result} (blob {e['blob'][:12]}, added by commit "
                              f"{e['commit'][:12]}) is not in this clone: fetch the full history (git fetch "
@@ -145,7 +140,7 @@ def restore(root: Path, profile: str, say=print) -> list[str]:
                              f"ledger says {e['bytes']:,}: the ledger {ledger_path(root, profile)} is damaged")
         tmp = ckpt.with_name(ckpt.name + ".tmp")
         ckpt.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(_git(root, "cat-file", "blob", e["blob"], binary=True))
+        tmp.write_bytes(git(root, "cat-file", "blob", e["blob"], binary=True))
         os.replace(tmp, ckpt)
         written.append(e["checkpoint"])
         say(f"campaign: restored {e['checkpoint']} (step {e['step']}, parked in {e['commit'][:12]})")

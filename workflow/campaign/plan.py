@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dirdp.runfile import is_running
+from workflow.campaign.parked import step_of
 from workflow.experiments import Profile, Run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -95,14 +96,7 @@ def plan(profile: Profile, *, results_root: str | Path = "results/runs", logs_ro
 def checkpoint_step(out: Path) -> int | None:
     """The step the checkpoint of result ``out`` is at (None if there is none or it cannot be read)."""
     path = Path(out).with_name(Path(out).name + ".ckpt.pt")
-    if not path.exists():
-        return None
-    try:
-        import torch
-
-        return int(torch.load(path, map_location="cpu", weights_only=False)["state"]["step"])
-    except Exception:  # noqa: BLE001 - a half-written or foreign file: say "unreadable", never crash a status
-        return None
+    return step_of(path) if path.exists() else None
 
 
 # tqdm writes the rate as "1.37s/step" below one step a second and as "1.32step/s" above it

@@ -85,8 +85,8 @@ def dirty_code() -> str | None:
 def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | None = 540, k: int | None = None,
                  pack_to: str | Path | None = None, smoke: bool = False, workdir: str | Path | None = None,
                  max_runs: int | None = None, tests: bool = True, bench: bool = True, bench_reps: int = 10,
-                 require_clean: bool = False, fit: bool | None = None, travel_bytes: int | None = None,
-                 size_cap: int | None = None, pack_part_mib: float = 15.5, pack_parts: int = 4, say=print) -> dict:
+                 require_clean: bool = False, fit: bool | None = None, pack_part_mib: float = 15.5,
+                 pack_parts: int = 4, say=print) -> dict:
     """The whole campaign in one call (see the package docstring). ``workdir`` is the folder that holds
     ``results/`` (the repository by default; a temporary folder for ``smoke``). Returns the summary that
     is also written to ``results/campaign/<profile>/<UTC time>/summary.json``.
@@ -94,19 +94,17 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     ``fit`` (default: with a budget and no ``k``): start only the runs that can finish in the budget
     (:func:`~workflow.campaign.fit.fit_runs`, from the benchmark's steps/s). Runs whose data set is not under the data
     root (a bundle for a GPU node without network holds only the data set(s) it trains) are not started.
-    ``require_clean``: refuse to start while the code differs from its commit. ``travel_bytes``: what the bundle this
-    tree came in weighed (``.gpu/TRAVEL.json``, by ``scripts/gpu_prepare.sh``), ``size_cap`` the cap it was prepared
-    under (:func:`workflow.campaign.travel.measured` by default): checkpoints are packed only while the next bundle can
-    still take them within the cap. The pack: at most ``pack_parts`` files of ``pack_part_mib``."""
+    ``require_clean``: refuse to start while the code differs from its commit. Checkpoints are packed only while the
+    next bundle can still take them within the size cap: what the bundle this tree came in weighed and the cap it was
+    prepared under (``.gpu/TRAVEL.json``, by ``scripts/gpu_prepare.sh``: :func:`workflow.campaign.travel.measured`).
+    The pack: at most ``pack_parts`` files of ``pack_part_mib``."""
     import tempfile
 
     from workflow.campaign.travel import measured
 
     t0 = time.monotonic()
     deadline = t0 + budget_s if budget_s else None
-    prepared_bytes, prepared_cap = measured(REPO)  # scripts/gpu_prepare.sh's measurement of the bundle, if any
-    travel_bytes = prepared_bytes if travel_bytes is None else travel_bytes
-    size_cap = prepared_cap if size_cap is None else size_cap
+    travel_bytes, size_cap = measured(REPO)  # scripts/gpu_prepare.sh's measurement of the bundle, if any
     cfg = profile_config(config, smoke=smoke)
     profile = Profile.from_config(cfg)
     device = str(profile.training.get("device", "cpu"))
@@ -204,7 +202,7 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
     summary.update(travel_bytes=travel_bytes, size_cap_bytes=size_cap)
     room = None if travel_bytes is None else size_cap - travel_bytes
     not_carried: list[str] = []
-    pack_list(jobs, cdir, ckpt_room=room, not_carried=not_carried)
+    files = pack_list(jobs, cdir, ckpt_room=room, not_carried=not_carried)
     summary["checkpoints_not_carried"] = not_carried
     summary["wall_s"] = round(time.monotonic() - t0, 1)
     (cdir / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
@@ -213,11 +211,12 @@ def run_campaign(config: str | Path = "config/gpu.yaml", *, budget_s: float | No
         say(f"checkpoints left behind ({len(not_carried)}): the next bundle could not take them within its size cap, "
             f"{size_cap / MIB:g} MiB ({travel_bytes:,} bytes travel already): {', '.join(not_carried)}")
     if pack_to:
-        packed = pack(pack_list(jobs, cdir, ckpt_room=room), pack_to, root=work, part_mib=pack_part_mib,
-                      max_parts=pack_parts,
-                      meta=dict(smoke=smoke, profile=profile.name, config=str(config), git_commit=summary["git_commit"]))
+        meta = dict(smoke=smoke, profile=profile.name, config=str(config), git_commit=summary["git_commit"])
+        packed = pack([(cdir / "summary.json", "campaign record"), *files], pack_to, root=work,  # listed before it
+                      part_mib=pack_part_mib, max_parts=pack_parts, meta=meta)
+        left = [x["path"] for x in packed["left_out"]]
         say(f"packed {packed['files']} files into {len(packed['parts'])} part(s), {packed['bytes'] / MIB:.1f} MiB, in "
-            f"{pack_to}" + (f"; left out (no room): {[x['path'] for x in packed['left_out']]}" if packed["left_out"] else ""))
+            f"{pack_to}" + (f"; left out (no room): {left}" if left else ""))
         summary["pack"] = packed
     summary["campaign_dir"] = str(cdir)
     return summary

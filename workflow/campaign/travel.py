@@ -84,9 +84,16 @@ def size_cap(given_mib: float | None = None, env=None, *, limit_mib: float | Non
     return int(cap * MIB)
 
 
-def _git_files(root: Path, *args: str) -> list[Path]:
-    out = subprocess.run(["git", "ls-files", "-z", *args], cwd=root, capture_output=True, check=True).stdout
-    return [root / p for p in out.decode().split("\0") if p]
+def git(root: Path, *args: str, binary: bool = False) -> str | bytes:
+    """What ``git ARGS`` run in ``root`` prints: bytes with ``binary``, else text without its surrounding blanks."""
+    out = subprocess.run(["git", *args], cwd=root, capture_output=True, check=True).stdout
+    return out if binary else out.decode().strip()
+
+
+def _listed(root: Path, *args: str) -> dict[str, int]:
+    """The files ``git ls-files ARGS`` lists that exist in the working tree, path -> bytes."""
+    paths = (root / p for p in git(root, "ls-files", "-z", *args, binary=True).decode().split("\0") if p)
+    return {str(p.relative_to(root)): p.lstat().st_size for p in paths if p.is_file() or p.is_symlink()}
 
 
 def _size(path: Path) -> int:
@@ -102,14 +109,12 @@ def _size(path: Path) -> int:
 
 def tracked(root: Path = REPO) -> dict[str, int]:
     """Git-tracked files that exist in the working tree, path -> bytes."""
-    return {str(p.relative_to(root)): p.lstat().st_size for p in _git_files(root, "--cached")
-            if p.is_file() or p.is_symlink()}
+    return _listed(root, "--cached")
 
 
 def untracked(root: Path = REPO) -> dict[str, int]:
     """Untracked files git does not ignore (they travel too), path -> bytes."""
-    return {str(p.relative_to(root)): p.lstat().st_size for p in _git_files(root, "--others", "--exclude-standard")
-            if p.is_file() or p.is_symlink()}
+    return _listed(root, "--others", "--exclude-standard")
 
 
 def travelling(root: Path = REPO, carry: tuple[str, ...] = (".gpu",)) -> dict:
