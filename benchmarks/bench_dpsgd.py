@@ -46,10 +46,7 @@ def _alg1(width: float, *, batchnorm: bool):
     from workflow.bench.core import ALG1, _losses, _setup, _step
 
     dev = torch.device("cpu")
-    _, model, x, y, g = _setup("inception", width, dev, opacus_compatible=not batchnorm)
-    if batchnorm:
-        model = model.to(memory_format=torch.channels_last)
-        x = x.contiguous(memory_format=torch.channels_last)
+    _, model, x, y, g = _setup("inception", width, dev, opacus_compatible=not batchnorm, channels_last=batchnorm)
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     return _step(model, opt, x, y, _losses(g, 0.2771, 3.0)[ALG1], dev, bf16=batchnorm)
 
@@ -60,10 +57,7 @@ def _opacus(width: float, *, mode: str, bf16: bool):
 
     from workflow.bench.core import _setup
 
-    _, model, x, y, g = _setup("inception", width, torch.device("cpu"), opacus_compatible=True)
-    if bf16:
-        model = model.to(memory_format=torch.channels_last)
-        x = x.contiguous(memory_format=torch.channels_last)
+    _, model, x, y, g = _setup("inception", width, torch.device("cpu"), opacus_compatible=True, channels_last=bf16)
     opt = torch.optim.SGD(model.parameters(), lr=LR)
     loader = DataLoader(TensorDataset(torch.zeros(len(y) * 100, 1)), batch_size=len(y))
     with warnings.catch_warnings():

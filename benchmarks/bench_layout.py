@@ -36,9 +36,7 @@ def worker(threads: int, steps: int, warmup: int, width: float) -> None:
     from workflow.bench.core import ALG1, _losses, _setup, _step
 
     dev = torch.device("cpu")
-    _, model, x, y, g = _setup("inception", width, dev)
-    model = model.to(memory_format=torch.channels_last)
-    x = x.contiguous(memory_format=torch.channels_last)
+    _, model, x, y, g = _setup("inception", width, dev, channels_last=True)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     step = _step(model, opt, x, y, _losses(g, 0.2771, 3.0)[ALG1], dev, bf16=True)
     for _ in range(warmup):

@@ -132,7 +132,6 @@ def test_the_sweep_times_every_configuration_against_its_own_peak():
         peak = res["peaks_gflops"][("fp32" if r["precision"] == "fp32" else "bf16") + "_t1"]
         assert r["fraction_of_peak"] == pytest.approx(r["gflops"] / peak)
         assert r["vs_fp32"] == pytest.approx(1.0) if r["precision"] == "fp32" else r["vs_fp32"] > 0
-    assert res["profile"]["precision"] != "fp32" and res["profile"]["ops"][0]["share"] > 0
     assert {"load_1min_before", "load_1min_after", "others_cpu_fraction"} <= set(res["load"])
     assert "of peak" in sweep.table(res)
 

@@ -15,9 +15,10 @@ R_SOLVE_TARGET_S = 0.020
 TABLE7_TARGET_S = 1.0
 
 
-def median_time(fn, reps: int) -> float:
-    """The median wall time of ``reps`` calls of ``fn`` after one warm-up call, in seconds."""
-    fn()
+def median_time(fn, reps: int, *, warmup: int = 1) -> float:
+    """The median wall time of ``reps`` calls of ``fn`` after ``warmup`` untimed calls, in seconds."""
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()

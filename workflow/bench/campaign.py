@@ -13,18 +13,11 @@ from workflow.bench.projection import _hours, print_campaign_bench, project
 PRECISIONS = {"fp32": (False, False), "fp32+cl": (False, True), "bf16": (True, False), "bf16+cl": (True, True)}
 
 
-def _to_format(model: torch.nn.Module, x: torch.Tensor, channels_last: bool):
-    if not channels_last:
-        return model, x
-    return model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
-
-
 def _campaign_dpsgd(name: str, width: float, dev: torch.device, bf16: bool, channels_last: bool,
                     batch: int | None = None):
     """DP-SGD's timed step on the Opacus-compatible (GroupNorm) model, after one untimed step: raises
     if Opacus is missing or cannot run this model at this precision."""
-    _, net, x, y, g = _setup(name, width, dev, opacus_compatible=True, batch=batch)
-    net, x = _to_format(net, x, channels_last)
+    _, net, x, y, g = _setup(name, width, dev, opacus_compatible=True, batch=batch, channels_last=channels_last)
     step = _dpsgd_step(net, x, y, g, dev, bf16)
     step()
     return step
@@ -43,8 +36,7 @@ def _campaign_row(name: str, width: float, dev: torch.device, precision: str, *,
                   dpsgd: bool | str, r: float, alpha: float, batch: int | None = None) -> dict:
     """One row of :func:`campaign_bench`; ``dpsgd`` is True, False or why DP-SGD cannot run."""
     bf16, channels_last = PRECISIONS[precision]
-    preset, model, x, y, g = _setup(name, width, dev, batch=batch)
-    model, x = _to_format(model, x, channels_last)
+    preset, model, x, y, g = _setup(name, width, dev, batch=batch, channels_last=channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     losses = _losses(g, r, alpha)
     steps = {k: _step(model, opt, x, y, losses[k], dev, bf16) for k in (NONPRIVATE, ALG1)}

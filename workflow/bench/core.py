@@ -37,10 +37,12 @@ def _bench_set(name: str) -> str:
     return "mnist" if name == "papernot_cnn" else BENCH_SETS[name]
 
 
-def _setup(name: str, width: float, dev: torch.device, *, opacus_compatible: bool = False, batch: int | None = None):
+def _setup(name: str, width: float, dev: torch.device, *, opacus_compatible: bool = False, batch: int | None = None,
+           channels_last: bool = False):
     """(preset, model, x, y, generator): the paper's model (seed 0; GroupNorm instead of BatchNorm
     if ``opacus_compatible``) on ``dev``, and one fixed batch of the preset's size from ``generator``,
-    which also draws the mechanism's (and DP-SGD's) noise."""
+    which also draws the mechanism's (and DP-SGD's) noise; model and batch in channels_last memory format if
+    ``channels_last``."""
     preset = PRESETS[_bench_set(name)]
     spec = get_spec(preset.name)
     torch.manual_seed(0)
@@ -54,7 +56,10 @@ def _setup(name: str, width: float, dev: torch.device, *, opacus_compatible: boo
     n = batch or preset.batch_size  # ``batch``: a smaller one (the campaign's smoke mode), else the paper's
     x = torch.randn(n, spec.channels, spec.size, spec.size, device=dev, generator=g)
     y = torch.randint(0, spec.num_classes, (n,), device=dev, generator=g)
-    return preset, model.to(dev), x, y, g
+    model = model.to(dev)
+    if channels_last:
+        model, x = model.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+    return preset, model, x, y, g
 
 
 def _cross_entropy(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -117,10 +122,7 @@ def bench_model(name: str, *, width: float = 1.0, reps: int = 5, device: str = "
                 channels_last: bool = False, r: float = 0.2349, alpha: float = 3.0) -> dict:
     """Median seconds per step, non-private and Algorithm 1, for model ``name``."""
     dev = torch.device(device)
-    preset, model, x, y, g = _setup(name, width, dev)
-    if channels_last:
-        model = model.to(memory_format=torch.channels_last)
-        x = x.contiguous(memory_format=torch.channels_last)
+    preset, model, x, y, g = _setup(name, width, dev, channels_last=channels_last)
     opt = torch.optim.SGD(model.parameters(), lr=1e-6)
     losses = _losses(g, r, alpha)
     med = _interleaved({k: _step(model, opt, x, y, losses[k], dev, bf16) for k in (NONPRIVATE, ALG1)}, reps)

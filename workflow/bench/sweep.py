@@ -26,10 +26,11 @@ from pathlib import Path
 
 import torch
 
+from workflow.bench.accounting import median_time
+from workflow.bench.campaign import PRECISIONS  # precision name -> (bf16 autocast, channels_last)
 from workflow.bench.core import ALG1, NONPRIVATE, _losses, _setup, _step
 
-# precision name -> (bf16 autocast, channels_last)
-PRECISIONS = {"fp32": (False, False), "bf16": (True, False), "bf16+cl": (True, True)}
+SWEPT = ("fp32", "bf16", "bf16+cl")  # the precisions the sweep times (keys of PRECISIONS)
 METHODS = (ALG1, NONPRIVATE)  # the keys of workflow.bench.core._losses
 # a quiet machine: other processes used less than this fraction of all CPUs while the benchmark ran. The load averages
 # are recorded but decide nothing: they lag by minutes and count the benchmark before this one as load
@@ -80,14 +81,7 @@ def matmul_peak(dtype: torch.dtype, threads: int, *, n: int = 2048, reps: int = 
     g = torch.Generator().manual_seed(0)
     a = torch.randn(n, n, generator=g).to(dtype)
     b = torch.randn(n, n, generator=g).to(dtype)
-    for _ in range(3):
-        torch.matmul(a, b)
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        torch.matmul(a, b)
-        times.append(time.perf_counter() - t0)
-    return 2 * n**3 / statistics.median(times) / 1e9
+    return 2 * n**3 / median_time(lambda: torch.matmul(a, b), reps, warmup=3) / 1e9
 
 
 def step_flops(model, x, y, loss) -> int:
@@ -107,22 +101,7 @@ def _threaded(step, threads: int):
     return run
 
 
-def profile_step(step, threads: int, *, top: int = 12) -> list[dict]:
-    """Where one step's time goes: the ``top`` operators by self CPU time (torch.profiler), with their share."""
-    os.environ.setdefault("KINETO_LOG_LEVEL", "5")  # the profiler's own start/stop chatter on stderr: errors only
-    from torch.profiler import ProfilerActivity, profile
-
-    torch.set_num_threads(threads)
-    step()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        step()
-    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
-    total = sum(e.self_cpu_time_total for e in events) or 1
-    return [dict(op=e.key, self_ms=round(e.self_cpu_time_total / 1e3, 1), share=round(e.self_cpu_time_total / total, 4),
-                 calls=e.count) for e in events[:top]]
-
-
-def sweep(*, widths=(1.0, 0.25), threads=(1, 2), precisions=tuple(PRECISIONS), reps: int = 5, warmup: int = 2,
+def sweep(*, widths=(1.0, 0.25), threads=(1, 2), precisions=SWEPT, reps: int = 5, warmup: int = 2,
           r: float = 0.2349, alpha: float = 3.0, progress: bool = True) -> dict:
     """Time every (width, precision, method, threads) configuration interleaved; the peaks; FLOPs; the load."""
     meter = LoadMeter().start()
@@ -132,10 +111,7 @@ def sweep(*, widths=(1.0, 0.25), threads=(1, 2), precisions=tuple(PRECISIONS), r
     for width in widths:
         for prec in precisions:
             bf16, cl = PRECISIONS[prec]
-            _, model, x, y, g = _setup("inception", width, torch.device("cpu"))
-            if cl:
-                model = model.to(memory_format=torch.channels_last)
-                x = x.contiguous(memory_format=torch.channels_last)
+            _, model, x, y, g = _setup("inception", width, torch.device("cpu"), channels_last=cl)
             opt = torch.optim.SGD(model.parameters(), lr=1e-6)
             losses = _losses(g, r, alpha)
             for method in METHODS:
@@ -167,14 +143,7 @@ def sweep(*, widths=(1.0, 0.25), threads=(1, 2), precisions=tuple(PRECISIONS), r
     for row in rows:
         base = fp32.get((row["width"], row["method"], row["threads"]))
         row["vs_fp32"] = row["median_s"] / base if base else None
-    best = min((r for r in rows if r["width"] == max(widths) and r["method"] == ALG1 and r["precision"] != "fp32"),
-               key=lambda r: r["median_s"], default=None)
-    profile = None
-    if best is not None:
-        profile = dict(width=best["width"], precision=best["precision"], threads=best["threads"],
-                       ops=profile_step(steps[(best["width"], best["precision"], ALG1, best["threads"])],
-                                        best["threads"]))
-    return dict(rows=rows, peaks_gflops=peaks, load=meter.stop(), profile=profile, busy_rule=BUSY,
+    return dict(rows=rows, peaks_gflops=peaks, load=meter.stop(), busy_rule=BUSY,
                 cpu=_cpu_name(), avx512_bf16=_has_flag("avx512_bf16"), amx_bf16=_has_flag("amx_bf16"))
 
 
@@ -197,7 +166,7 @@ def _has_flag(flag: str) -> bool:
 
 
 def table(result: dict) -> str:
-    """The sweep as text: one line per configuration, then the peaks, the load and the profiled step."""
+    """The sweep as text: one line per configuration, then the peaks and the load."""
     head = (f"{'width':>5s} {'method':10s} {'precision':9s} {'thr':>3s} {'s/step':>8s} {'vs fp32':>7s} "
             f"{'GFLOP/step':>10s} {'GFLOP/s':>8s} {'of peak':>7s}")
     lines = [f"CPU: {result['cpu']} (avx512_bf16: {result['avx512_bf16']}, amx_bf16: {result['amx_bf16']})", head]
@@ -209,11 +178,6 @@ def table(result: dict) -> str:
     lines.append(f"load: 1-min average {load['load_1min_before']} before, {load['load_1min_after']} after; other "
                  f"processes {load['others_cpu_s']} CPU-s in {load['wall_s']} s "
                  f"({100 * load['others_cpu_fraction']:.1f}% of {load['cpus']} CPUs)")
-    if result["profile"]:
-        p = result["profile"]
-        lines.append(f"one step profiled (width {p['width']:g}, {p['precision']}, {p['threads']} threads), top "
-                     "operators by self CPU time:")
-        lines += [f"  {o['share']:6.1%} {o['self_ms']:9.1f} ms {o['calls']:5d}x  {o['op']}" for o in p["ops"]]
     return "\n".join(lines)
 
 
