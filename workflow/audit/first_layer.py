@@ -117,20 +117,13 @@ def worlds(s: Setting, canary_x: torch.Tensor, canary_y: int, adjacency: str) ->
     return {0: (x0, y0, -1), 1: (x1, y1, c)}
 
 
-def _first_bn(net: torch.nn.Module):
-    return next(m for m in net.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm))
-
-
-def _first_conv(net: torch.nn.Module):
-    return next(m for m in net.modules() if isinstance(m, torch.nn.Conv2d))
-
-
 def trial(s: Setting, x: torch.Tensor, y: torch.Tensor, canary: int, *, seed: int, test) -> dict:
     """One training of Algorithm 1 on (x, y) from seed ``seed`` with the training code as it is; returns what the
     adversary computes from (theta_0, theta_T), how often the canary was sampled, and checks on the run. The first
     convolution's weights and its bias (if any) are measured apart: ``first_conv_*`` are the weights' alone,
     ``first_conv_bias_max_change`` the bias's largest change (None without a bias)."""
     from dirdp import loop, methods
+    from dirdp.audit.batchnorm import first_batchnorm
     from dirdp.data import Split, get_spec
 
     cfg = _config(s, seed)
@@ -139,7 +132,7 @@ def trial(s: Setting, x: torch.Tensor, y: torch.Tensor, canary: int, *, seed: in
     t0 = time.perf_counter()
     with loop.isolated_rng(torch.device("cpu")):
         learner = method.learner(cfg, {"train": Split(x, y), "test": test}, get_spec(cfg.dataset), noise)
-        conv, bn = _first_conv(learner.net), _first_bn(learner.net)
+        conv, bn = first_batchnorm(learner.net)
         if (conv.bias is not None) != s.conv_bias:
             raise ValueError(f"the setting says conv_bias={s.conv_bias}, but the first convolution "
                              f"{'has' if conv.bias is not None else 'has no'} bias.")
@@ -278,41 +271,3 @@ def rows(s: Setting, recs: list[dict], *, delta: float | None = None) -> list[di
                                else verdict(exact if exact == exact else 0.0, m.eps, math.inf))))
     return out
 
-
-def main(argv=None) -> int:
-    """``python -m workflow.audit.first_layer --width 1 --trials 500 --records FILE``: run (or resume) the trials."""
-    import argparse
-    import sys
-
-    ap = argparse.ArgumentParser(prog="python -m workflow.audit.first_layer", description=main.__doc__)
-    ap.add_argument("--dataset", default="mnist")
-    ap.add_argument("--width", type=float, nargs="+", default=[1.0])
-    ap.add_argument("--eps", type=float, default=1.0, help="the eps whose r* Algorithm 1 trains at (default 1)")
-    ap.add_argument("--n-zero", type=int, default=1, help="zero records in D' (default 1)")
-    ap.add_argument("--steps", type=int, help="T (default: the data set's protocol, 9,600)")
-    ap.add_argument("--fp32", action="store_true", help="train in fp32 (default: bf16 + channels_last)")
-    ap.add_argument("--conv-bias", action="store_true",
-                    help="a bias on every convolution (the paper's footnote 2); the test then reads the first "
-                         "convolution's weights only")
-    ap.add_argument("--trials", type=int, default=500, help="trials per world and adjacency (default 500)")
-    ap.add_argument("--records", required=True, help="JSON-lines file of trial records (appended; resumed from)")
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    if args.trials < 1 or args.n_zero < 1 or args.threads < 1:
-        print("error: --trials, --n-zero and --threads must be at least 1.", file=sys.stderr)
-        return 2
-    torch.set_num_threads(args.threads)
-    for w in args.width:
-        s = Setting(dataset=args.dataset, width=w, eps=args.eps, n_zero=args.n_zero, bf16=not args.fp32,
-                    steps=args.steps, conv_bias=args.conv_bias)
-        recs = run_trials(s, trials=args.trials, records=Path(args.records))
-        for row in rows(s, recs):
-            print(f"w={w:g} {row['adjacency']:7s} {row['statistic']:12s} FP {row['false_positives']}/"
-                  f"{row['trials_per_world']} FN {row['false_negatives']}/{row['trials_per_world']} "
-                  f"eps >= {row['eps_lower_bound']:.3f} (CP 95%), exact {row['exact_bound']}, "
-                  f"claim {row['matched_claim_eps']:.3f}: {row['verdict']}", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
