@@ -29,7 +29,9 @@
 # the DAG rebuilt downstream of runs already saved); nothing else here, and not the runner (workflow.campaign), commits.
 # Work on these machines can stop at any time: `save` before it does. Runs start only from a clean tree
 # (their provenance names the commit): `start` refuses uncommitted code changes (ALLOW_DIRTY=1 overrides).
-# K=1 bash scripts/campaign.sh start for one run at a time.
+# K=1 bash scripts/campaign.sh start for one run at a time. The runs' session gets CAMPAIGN_PRIORITY (a Linux autogroup
+# nice value, default -5): otherwise a test run in another terminal takes as large a share of the cores as all the runs
+# together (nice alone does not reach across sessions); CAMPAIGN_PRIORITY=0 to share the cores equally.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
@@ -38,6 +40,7 @@ CONFIG=${CONFIG:-config/cpu.yaml}
 LOG=results/logs/campaign-cpu.log
 PIDFILE=results/logs/campaign-cpu.pid
 export DIRDP_DATA="${DIRDP_DATA:-$(cd .. && pwd)/shared/datasets}"
+export CAMPAIGN_PRIORITY="${CAMPAIGN_PRIORITY:--5}"
 mkdir -p results/logs
 
 running() { [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; }

@@ -461,3 +461,17 @@ def test_a_running_runs_status_line_gives_the_pace_its_progress_bar_logged(tmp_p
     job.log = log
     monkeypatch.setattr(plan, "is_running", lambda out: True)
     assert "running    no checkpoint (0.76 s/step, 56:02 to go, its log)" in plan.describe(job)
+
+
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no Linux autogroups here")
+def test_the_runs_session_gets_the_campaign_priority_and_a_refused_one_is_said(tmp_path):
+    from workflow.campaign.train import run_until
+
+    said = []
+    cmd = ["sh", "-c", "sleep 0.5; cat /proc/self/autogroup"]
+    for nice, expect in (("3", "nice 3"), ("not-a-number", "nice 0")):
+        log = tmp_path / f"{nice}.log"
+        code = run_until(cmd, deadline=None, env={**os.environ, "CAMPAIGN_PRIORITY": nice}, cwd=tmp_path, log=log,
+                         say=said.append)
+        assert code == 0 and log.read_text().strip().endswith(expect)
+    assert said == ["CAMPAIGN_PRIORITY=not-a-number: the runs keep the default priority (Invalid argument)"]

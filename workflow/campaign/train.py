@@ -80,6 +80,7 @@ def run_until(cmd: list[str], *, deadline: float | None, env: dict, cwd: Path, l
         with open(log, "ab") as out, open(stdin or os.devnull, "rb") as inp:
             proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=inp,
                                     start_new_session=True)
+        _prioritise(proc.pid, env.get("CAMPAIGN_PRIORITY"), say)
         last_tick = -float("inf")
         while not stop["now"] and (deadline is None or time.monotonic() < deadline):
             if proc.poll() is not None and not _alive(proc.pid):  # it ended, and every process it started too
@@ -100,6 +101,17 @@ def run_until(cmd: list[str], *, deadline: float | None, env: dict, cwd: Path, l
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _prioritise(pid: int, nice: str | None, say) -> None:
+    """Give the session of ``pid`` (its runs) the Linux autogroup nice value ``nice`` (-20 to 19; None: leave it):
+    nice alone does not reach across sessions, so a test run in another terminal would otherwise take as large a share
+    of the cores as every run together. Where the kernel refuses (no autogroups, no permission), it says so once."""
+    if nice:
+        try:
+            Path(f"/proc/{pid}/autogroup").write_text(nice)
+        except OSError as err:
+            say(f"CAMPAIGN_PRIORITY={nice}: the runs keep the default priority ({err.strerror})")
 
 
 def _signal(group: int, sig: int) -> None:
