@@ -41,14 +41,13 @@ live in rules/, by topic:
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
-
 from workflow import profile_schema, snakemake_args
 
 # The profile: each --configfile with what it `extends:`, a later one over an earlier one, then the --config
-# overrides; every file and the overrides checked on their own (an error names its file and key), then the whole
-# (Snakemake's validate), against config/schema.yaml. No `configfile:` directive: Snakemake would merge that file
-# under every profile, so that a key a profile leaves out would be its without the profile saying so.
+# overrides; every file and the overrides checked on their own (an error names its file and key), then the whole,
+# against config/schema.yaml (profile_schema.workflow_config: one line a problem, exit 2). No `configfile:`
+# directive: Snakemake would merge that file under every profile, so that a key a profile leaves out would be its
+# without the profile saying so.
 # Without --configfile: config/paper.yaml where torch sees a CUDA GPU, else config/quick.yaml (a CPU, minutes, not the
 # paper profile's weeks), said in one line on stderr. The choice joins the command line's config files, which
 # Snakemake passes on to the jobs it starts elsewhere (a cluster node, with or without a GPU, runs the same profile).
@@ -65,7 +64,6 @@ except ValueError as _err:
     sys.exit(2)
 config.clear()
 config.update(_config)
-validate(config, "config/schema.yaml", set_default=False)
 
 
 include: "rules/common.smk"

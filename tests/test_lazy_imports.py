@@ -105,8 +105,8 @@ def test_help_and_rstar_without_the_workflow_extras():
 
 @pytest.mark.slow
 def test_the_campaign_runs_without_snakemake_jsonschema_and_pytest(tiny_root, tmp_path):
-    """What the GPU machine lacks, blocked in this process and every subprocess: the profile is checked without
-    jsonschema (a plain structural check), the test lane says it did not run, the runs train without Snakemake (the
+    """What the GPU machine lacks, blocked in this process and every subprocess: the profile is checked (its check
+    needs no jsonschema), the test lane says it did not run, the runs train without Snakemake (the
     same train commands, in the plan's order, through xargs -P K) and the pack is made."""
     site, work, pack = tmp_path / "site", tmp_path / "work", tmp_path / "pack"
     site.mkdir()
@@ -136,19 +136,55 @@ def test_the_campaign_runs_without_snakemake_jsonschema_and_pytest(tiny_root, tm
     assert typo.returncode == 2 and "unknown key 'widht' (did you mean 'width'?)" in typo.stderr, typo.stderr
 
 
-def test_the_structural_check_without_jsonschema_says_what_jsonschema_says():
-    """Where jsonschema is missing (the GPU machine), profile_schema.errors falls back to a plain structural check of
-    config/schema.yaml: the committed profiles pass it, and the usual mistakes read as jsonschema's lines do."""
+def test_the_profile_check_names_the_key_and_what_is_wrong_without_jsonschema():
+    """profile_schema.errors walks config/schema.yaml itself (no jsonschema: the GPU machine has none): the committed
+    profiles pass it, and each usual mistake is one line naming the key and what is wrong."""
     import yaml
 
     from workflow import profile_schema as ps
 
     for path in sorted((REPO / "config").glob("*.yaml")):
         if path.name != "schema.yaml":
-            assert ps._structural_errors(yaml.safe_load(path.read_text())) == [], path
-    for config, partial in [({"profile": "x", "training": {"widht": 1}}, False), ({"profile": "x"}, False),
-                            ({"profile": "x", "extends": "paper", "objects": []}, False),
-                            ({"profile": "x", "extends": "paper", "grids": {"table2_mnst": {}}}, False),
-                            ({"profile": "x", "extends": "paper", "training": {"seeds": "a"}}, False),
-                            ({"training": {"threads_by_width": [{"width": 1}]}}, True), ({"training": {}}, True)]:
-        assert ps._structural_errors(config, partial=partial) == ps.errors(config, partial=partial), config
+            assert ps.errors(yaml.safe_load(path.read_text())) == [], path
+    x = {"profile": "x", "extends": "paper"}
+    assert ps.errors(dict(x, training={"widht": 1})) == [
+        "training: unknown key 'widht' (did you mean 'width'?); allowed: seeds, width, steps, q, train_subset, "
+        "device, threads, threads_by_width, eval_every, checkpoint_every, precision"]
+    assert ps.errors(dict(x, training={"seeds": "a"})) == ["training.seeds: 'a' is not an integer or null"]
+    assert ps.errors({"training": {"device": "gpu"}}, partial=True) == [
+        "training.device: 'gpu' is not cpu or cuda (or cuda:<n>)"]
+    (missing,) = ps.errors({"profile": "x", "training": {}})
+    assert missing.startswith("missing keys 'objects', 'datasets', 'grids', ") and missing.endswith(
+        "'explore_kappa', 'training.device': declare them, or add `extends: paper` (a profile without `extends:` "
+        "declares every key; with it, each key it leaves out comes from config/paper.yaml)")
+    assert ps.errors({"extends": "paper"}) == ["(top level): 'profile' is a required property"]
+    assert ps.errors({"training": {"threads_by_width": [{"width": 1}]}}, partial=True) == [
+        "training.threads_by_width.0: 'threads' is a required property"]
+    assert ps.errors(dict(x, grids={"table2_mnst": {}}))[0].startswith(
+        "grids: unknown key 'table2_mnst' (did you mean 'table2_mnist'?); allowed: table1_cifar10, ")
+    assert ps.errors(dict(x, objects=[])) == ["objects: [] is not a non-empty list of paper objects (for every "
+                                              "object: objects: null in a profile, or leave objects out of --config)"]
+    assert ps.errors({"audit_paper_model": {"first_layer": {"widths": [1], "trials": 1, "variants": [{}]}}},
+                     partial=True) == ["audit_paper_model.first_layer.variants.0: {} should be non-empty"]
+    assert ps.errors({"audit": {"inversion": {"models": [["a", 1, 2], ["b"]]}}}, partial=True) == [
+        "audit.inversion.models.0: ['a', 1, 2] is too long (at most 2 items)",
+        "audit.inversion.models.1: ['b'] is too short (at least 2 items)"]
+    assert ps.errors({"profile": "x", "extends": "paper", "training": None}) == []  # null: the parent's
+    assert "training: None is not of type 'object'" in ps.errors({"profile": "x", "training": None})
+
+
+def test_the_profile_check_knows_every_keyword_the_schema_uses():
+    from workflow import profile_schema as ps
+
+    def keywords(s) -> set:
+        if isinstance(s, list):
+            return set().union(*map(keywords, s))
+        if not isinstance(s, dict):
+            return set()
+        named = {k: v for k, v in s.items() if k in ("properties", "$defs")}  # keys: names, values: schemas
+        inner = [v for k, v in s.items() if k not in ("enum", "required", *named)]
+        return set(s) | keywords(inner) | keywords([x for v in named.values() for x in v.values()])
+
+    schema = ps.schema()
+    assert keywords(schema) <= ps.KEYWORDS, keywords(schema) - ps.KEYWORDS
+    assert "if" not in keywords({k: schema[k] for k in ("properties", "$defs")})  # if/then: the top level only
