@@ -92,12 +92,14 @@ def test_cpu_campaign_runs_are_dag_jobs_in_the_issue_order(tmp_path):
     assert jobs[1].args[jobs[1].args.index("--width") + 1] == "0.25"
     # the extra runs belong to the tables' objects (the DAG makes and reads the same files)
     assert "results/runs/cpu/fashionmnist/alg1_w0.5_eps2_seed0.json" in prof.all_runs()
-    with pytest.raises(ValueError, match="extra run"):
-        Profile.from_config({"profile": "x", "objects": ["table2_mnist"],
-                             "grids": {"table2_mnist": {"eps": [1], "extra": [{"eps": 1, "sede": [1]}]}}}).all_runs()
-    with pytest.raises(ValueError, match="precision: fp32|bf16"):
-        Profile.from_config({"profile": "x", "objects": ["table2_mnist"],
-                             "grids": {"table2_mnist": {"eps": [1], "extra": [{"eps": 1, "precision": "fp16"}]}}}).all_runs()
+    for extra, says in [({"eps": 1, "sede": [1]}, "grids.table2_mnist.extra.0: unknown key 'sede' (did you mean "
+                                                   "'seeds'?); allowed: eps, seeds, width, norm, precision"),
+                        ({"eps": 1, "precision": "fp16"},
+                         "grids.table2_mnist.extra.0.precision: 'fp16' is not one of ['fp32', 'bf16']")]:
+        with pytest.raises(ValueError) as err:
+            Profile.from_config({"profile": "x", "objects": ["table2_mnist"],
+                                 "grids": {"table2_mnist": {"eps": [1], "extra": [extra]}}})
+        assert str(err.value) == f"profile 'x': {says}"
 
 
 @pytest.mark.slow

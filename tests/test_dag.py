@@ -152,8 +152,10 @@ def test_an_empty_list_of_data_sets_or_objects_is_an_error_not_every_one(overrid
     assert proc.returncode == 2
     assert f"--config: {key}: [] is not a non-empty list" in out and f"leave {key} out of --config" in out
     assert "Traceback" not in out and "Building DAG" not in out
-    with pytest.raises(ValueError, match=f"leave {key} out"):
+    with pytest.raises(ValueError) as err:
         Profile.from_config({"profile": "smoke", key: []})
+    assert str(err.value).startswith(f"profile 'smoke': {key}: [] is not a non-empty list of ")
+    assert str(err.value).endswith(f"leave {key} out of --config)") and "\n" not in str(err.value)
 
 
 @pytest.mark.slow

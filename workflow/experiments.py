@@ -19,16 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
-from dirdp import data as dirdp_data
 from dirdp import methods
 from dirdp.protocol import fmt_eps as fmt  # a number as file names and labels print it: 1, 0.5, inf
 from dirdp.protocol import parse_eps as _eps
 
 INF = math.inf
-
-# what a run computes in (a Run's ``precision``, a result's ``precision``): float32, or bf16 autocast of the model
-# (the mechanism's loss stays float32: dirdp.mechanism) with the channels_last layout, as validated on CPU
-PRECISIONS = ("fp32", "bf16")
 
 # method key (CLI --method, file names) -> the name tables and figures print (the registry: dirdp.methods)
 METHODS: dict[str, str] = methods.LABELS
@@ -161,16 +156,14 @@ class Profile:
 
     @classmethod
     def from_config(cls, config: dict) -> "Profile":
-        """From a Snakemake config dict (a profile YAML, plus any ``--config`` overrides)."""
-        for key in ("objects", "datasets"):
-            if config.get(key) == []:  # not "every one": null (or no key) says that
-                raise ValueError(f"{key}: [] names none; leave {key} out (or null) for every one, or name some.")
+        """From a Snakemake config dict (a profile YAML, plus any ``--config`` overrides), checked against
+        config/schema.yaml (a ValueError naming the profile and the key: an empty list of objects, an unknown data
+        set, a typo'd key of an extra run or a campaign queue entry, ...)."""
+        from workflow import profile_schema
+
+        profile_schema.validate(config, f"profile {config.get('profile')!r}", partial=True)
         objects = tuple(config.get("objects") or OBJECTS)
-        for o in objects:
-            get_object(o)
         datasets = tuple(config.get("datasets") or sorted({OBJECTS[o].dataset for o in objects}))
-        for d in datasets:
-            dirdp_data.get_spec(d)
         return cls(name=config["profile"], objects=objects, datasets=datasets,
                    training=dict(config.get("training") or {}), grids=dict(config.get("grids") or {}),
                    config=dict(config))
@@ -194,11 +187,6 @@ class Profile:
             return []
         out = self._grid_runs(name)
         for e in (self.grids.get(name) or {}).get("extra") or []:
-            unknown = set(e) - {"eps", "seeds", "width", "norm", "precision"}
-            if (unknown or "eps" not in e or e.get("norm", "batch") not in ("batch", "group")
-                    or e.get("precision", "fp32") not in PRECISIONS):
-                raise ValueError(f"{name}: an extra run is {{eps, seeds, width, norm: batch|group, "
-                                 f"precision: fp32|bf16}}. Found {e!r}.")
             width = None if e.get("width") is None or float(e["width"]) == self.width else float(e["width"])
             norm = "group" if e.get("norm") == "group" else None
             precision = "bf16" if e.get("precision", self.precision) == "bf16" else None
@@ -213,10 +201,7 @@ class Profile:
     def precision(self) -> str:
         """``training: precision`` (fp32 when unset), for the profile's Algorithm-1 runs that name none (a grid's
         cells take the grid's ``precision`` over it, an extra its own); baselines train in fp32 (bf16 unvalidated)."""
-        value = self.training.get("precision") or "fp32"
-        if value not in PRECISIONS:
-            raise ValueError(f"training: precision is one of {', '.join(PRECISIONS)}. Found {value!r}.")
-        return value
+        return self.training.get("precision") or "fp32"
 
     @property
     def width(self) -> float:
@@ -240,9 +225,6 @@ class Profile:
         eps = g.get("eps")
         baselines = g.get("baselines")
         if baselines is not None:
-            for m in baselines:
-                if m not in methods.BASELINES:
-                    raise ValueError(f"{name}: baselines are {', '.join(methods.BASELINES)}. Found {m!r}.")
             baselines = tuple((m, tuple(_eps(e) for e in grid)) for m, grid in baselines.items())
         runs = get_object(name).runs(
             seeds=g.get("seeds", self.training.get("seeds")),
@@ -262,7 +244,7 @@ class Profile:
         read by the audit alone."""
         sec = self.config.get("audit_one_run") or {}
         return {r.path(self.name): r for e in sec.get("runs") or [] for r in (
-            Run(e["dataset"], _eps(e["eps"]), int(seed), method=methods.check(e.get("method", methods.DEFAULT)),
+            Run(e["dataset"], _eps(e["eps"]), int(seed), method=e.get("method", methods.DEFAULT),
                 width=None if float(e.get("width") or self.width) == self.width else float(e["width"]),
                 precision="bf16" if e.get("precision") == "bf16" else None, model=e.get("model"),
                 canaries=int(sec["canaries"]), canary_seed=int(sec.get("canary_seed") or 0) or None)
@@ -297,14 +279,8 @@ class Profile:
         runs = list(self.every_run().values())
         order: list[Run] = []
         for entry in (self.config.get("campaign") or {}).get("queue") or []:
-            unknown = set(entry) - set(QUEUE_KEYS)
-            if unknown:
-                raise ValueError(f"campaign queue entries filter on {', '.join(QUEUE_KEYS)}. "
-                                 f"Found {sorted(unknown)} in {entry!r}.")
             order += [r for r in runs if r not in order and _selects(entry, r, self.width)]
         return order + sorted((r for r in runs if r not in order), key=lambda r: r.seed)
-
-QUEUE_KEYS = ("dataset", "method", "eps", "seeds", "width", "norm", "precision", "model", "canaries")
 
 
 def _selects(entry: dict, run: Run, profile_width: float) -> bool:
