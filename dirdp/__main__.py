@@ -8,18 +8,10 @@ import json
 import sys
 
 from dirdp import accountant, methods
-from dirdp.cli import MOVED, build_parser, moved, parse
+from dirdp.cli import MOVED, below_one, build_parser, moved, parse, run_main, to_json
 from dirdp.presets import PRESETS, get_preset
 
 EXIT_INTERRUPTED = 75  # train stopped by SIGTERM/SIGINT after checkpointing (EX_TEMPFAIL): rerun to resume
-
-
-def _json(obj) -> str:
-    """``obj`` as strict JSON: a non-finite float is written as the string "inf", "-inf" or "nan" (JSON has no
-    Infinity or NaN; :func:`dirdp.protocol.parse_eps` reads those strings back)."""
-    from dirdp.provenance import jsonable
-
-    return json.dumps(jsonable(obj), allow_nan=False)
 
 
 def _protocol(args) -> dict:
@@ -44,8 +36,8 @@ def _train(args) -> int:
     from dirdp.data import DatasetMissingError
     from dirdp.training import Interrupted, make_config, train
 
-    if args.threads is not None and args.threads < 1:
-        print(f"error: --threads must be at least 1. Found {args.threads}.", file=sys.stderr)
+    if problem := below_one(args, "threads"):
+        print(f"error: {problem}", file=sys.stderr)
         return 2
     if args.threads:
         import torch
@@ -100,15 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     if args and args[0] in MOVED:  # a command of the workflow now: one line, no usage
         print(f"error: {moved(args[0])}", file=sys.stderr)
         return 2
-    try:
-        return _main(argv)
-    except ModuleNotFoundError as err:  # a package of an extra (pip install .: the library alone): one line, exit 2
-        from dirdp.extras import missing
-
-        if (line := missing(err)) is None:
-            raise
-        print(f"error: {line}", file=sys.stderr)
-        return 2
+    return run_main(_main, argv)  # a package of an extra missing (pip install .: the library alone): one line
 
 
 def _main(argv: list[str] | None) -> int:
@@ -130,11 +114,11 @@ def _main(argv: list[str] | None) -> int:
             text = f"epsilon = {spend.epsilon:.6f} at order lambda={spend.order}  (r={args.r:g}, delta={proto['delta']:g})"
     except ValueError as err:
         if args.json:
-            print(_json(dict(record, error=str(err))))
+            print(to_json(dict(record, error=str(err))))
         print(f"error: {err}", file=sys.stderr)
         return 2
     if args.json:
-        print(_json(record))
+        print(to_json(record))
     else:
         print(text)
         print(f"  alpha={proto['alpha']:g}  q={proto['q']:.6g}  T={proto['steps']}  delta={proto['delta']:g}")

@@ -1,11 +1,14 @@
 """The argument parser of python -m dirdp: its commands (rstar, epsilon, train), flags, defaults and help.
 dirdp/__main__.py runs the commands. The names that once were commands of the workflow (:data:`MOVED`: index, readme,
 membership, bench, campaign) are refused in one line that says where they went (``python -m workflow``, in a checkout
-of the repository); the library runs none of them."""
+of the repository); the library runs none of them. Both command lines (this and ``python -m workflow``) share its
+:class:`Parser`, :func:`run_main` (a missing optional package: one line), :func:`below_one` and :func:`to_json`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 from fractions import Fraction
 
 from dirdp import accountant, methods
@@ -205,3 +208,33 @@ def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.N
         if isinstance(value, list) and dest in single:
             parser.error(f"argument {single[dest]}: expected one argument")
     return args
+
+
+def run_main(main, argv: list[str] | None) -> int:
+    """``main(argv)``, where a package of an extra that is not installed (:func:`dirdp.extras.missing`) is one line on
+    standard error and exit status 2, not a traceback."""
+    try:
+        return main(argv)
+    except ModuleNotFoundError as err:
+        from dirdp.extras import missing
+
+        if (line := missing(err)) is None:
+            raise
+        print(f"error: {line}", file=sys.stderr)
+        return 2
+
+
+def below_one(args: argparse.Namespace, *names: str) -> str | None:
+    """The line for the first flag of ``names`` (as ``args`` names them) given a value below 1; None if none is."""
+    for name in names:
+        if (value := getattr(args, name)) is not None and value < 1:
+            return f"--{name.replace('_', '-')} must be at least 1. Found {value}."
+    return None
+
+
+def to_json(obj) -> str:
+    """``obj`` as strict JSON: a non-finite float is written as the string "inf", "-inf" or "nan" (JSON has no
+    Infinity or NaN; :func:`dirdp.protocol.parse_eps` reads those strings back)."""
+    from dirdp.provenance import jsonable
+
+    return json.dumps(jsonable(obj), allow_nan=False)

@@ -3,17 +3,10 @@ workflow/cli.py holds the parser. These were commands of ``python -m dirdp`` onc
 
 from __future__ import annotations
 
-import json
 import sys
 
+from dirdp.cli import below_one, run_main, to_json
 from workflow.cli import parse
-
-
-def _json(obj) -> str:
-    """``obj`` as strict JSON: a non-finite float is written as the string "inf", "-inf" or "nan"."""
-    from dirdp.provenance import jsonable
-
-    return json.dumps(jsonable(obj), allow_nan=False)
 
 
 def _index(args) -> int:
@@ -21,13 +14,13 @@ def _index(args) -> int:
     exist (checked before any work; exit 2 with one line otherwise)."""
     from pathlib import Path
 
-    config = Path(__file__).resolve().parents[1] / "config"
-    profiles = sorted(p.stem for p in config.glob("*.yaml") if p.stem != "schema")
+    from workflow.profile_schema import profiles
+
+    known = profiles()
     out = Path(args.out) if args.out is not None else None  # None: the profile's own index (write_index's default)
     problem = None
-    if profiles and args.profile not in profiles:
-        problem = (f"--profile {args.profile!r}: there is no config/{args.profile}.yaml. "
-                   f"Profiles: {', '.join(profiles)}.")
+    if known and args.profile not in known:
+        problem = f"--profile {args.profile!r}: there is no config/{args.profile}.yaml. Profiles: {', '.join(known)}."
     elif not Path(args.results).is_dir():
         what = "is a file, not a folder" if Path(args.results).exists() else "does not exist"
         problem = (f"--results {args.results}: the folder {what}; give the results folder the DAG wrote "
@@ -56,10 +49,8 @@ def _bench_problem(args) -> str | None:
 
     if not MIN_WIDTH <= args.width <= 8:
         return f"--width must be a channel multiplier in [{MIN_WIDTH:g}, 8]. Found {args.width:g}."
-    if args.reps < 1:
-        return f"--reps must be at least 1. Found {args.reps}."
-    if args.threads is not None and args.threads < 1:
-        return f"--threads must be at least 1. Found {args.threads}."
+    if problem := below_one(args, "reps", "threads"):
+        return problem
     try:
         device = torch.device(args.device)
     except (RuntimeError, ValueError):
@@ -86,18 +77,12 @@ def _campaign(args) -> int:
                                       **({"root": Path(args.into)} if args.into else {}))
             print(f"unpacked {len(written)} files:\n" + "\n".join(f"  {w}" for w in written))
         else:
-            if args.k is not None and args.k < 1:
-                raise ValueError(f"--k must be at least 1. Found {args.k}.")
+            if problem := below_one(args, "k", "max_runs", "bench_reps", "pack_parts"):
+                raise ValueError(problem)
             if not args.budget >= 0:  # nan too
                 raise ValueError(f"--budget must be >= 0 seconds (0: no limit). Found {args.budget:g}.")
-            if args.max_runs is not None and args.max_runs < 1:
-                raise ValueError(f"--max-runs must be at least 1. Found {args.max_runs}.")
-            if args.bench_reps < 1:
-                raise ValueError(f"--bench-reps must be at least 1. Found {args.bench_reps}.")
             if not (1 <= args.pack_part_mib < float("inf")):  # nan too
                 raise ValueError(f"--pack-part-mib must be a number of MiB, at least 1. Found {args.pack_part_mib:g}.")
-            if args.pack_parts < 1:
-                raise ValueError(f"--pack-parts must be at least 1. Found {args.pack_parts}.")
             summary = run.run_campaign(args.config, budget_s=args.budget or None, k=args.k, pack_to=args.pack,
                                        smoke=args.smoke, workdir=args.workdir, max_runs=args.max_runs,
                                        tests=not args.no_tests, bench=not args.no_bench,
@@ -131,7 +116,7 @@ def _bench_json(args, argv, result: dict, *, rows: list) -> int:
         return 2
     config = dict(command="python -m workflow " + " ".join(argv if argv is not None else sys.argv[1:]),
                   load_average_1min_at_end=result["load"]["load_1min_after"])  # kept: files before the load record
-    Path(args.json_out).write_text(_json(dict(rows=rows, **result, provenance=collect(config))) + "\n")
+    Path(args.json_out).write_text(to_json(dict(rows=rows, **result, provenance=collect(config))) + "\n")
     return 0
 
 
@@ -150,7 +135,7 @@ def _bench(args, argv) -> int:
     if args.core:  # r* solve, Table 7, the mechanism's loss (benchmarks/bench_core.py calls this)
         meter = sweep.LoadMeter().start()
         rows = accounting.core_bench()
-        print(accounting.core_text(rows) + ("\n" + _json(rows) if args.json else ""))
+        print(accounting.core_text(rows) + ("\n" + to_json(rows) if args.json else ""))
         return _bench_json(args, argv, dict(load=meter.stop()), rows=rows)
     if args.sweep:  # the CPU precision sweep: interleaved configurations, peaks, FLOPs, the load
         result = sweep.sweep(reps=args.reps, threads=tuple(args.sweep_threads))
@@ -165,20 +150,12 @@ def _bench(args, argv) -> int:
     rows = core.main(args.models or ["inception", "resnet18", "resnet9"], width=args.width, reps=args.reps,
                      device=args.device, bf16=args.bf16, baselines=args.baselines, channels_last=args.channels_last)
     if args.json:
-        print(_json(rows))
+        print(to_json(rows))
     return _bench_json(args, argv, dict(load=meter.stop()), rows=rows)
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        return _main(argv)
-    except ModuleNotFoundError as err:  # a package of an extra that is not installed: one line, exit 2
-        from dirdp.extras import missing
-
-        if (line := missing(err)) is None:
-            raise
-        print(f"error: {line}", file=sys.stderr)
-        return 2
+    return run_main(_main, argv)  # a package of an extra that is not installed: one line, exit 2
 
 
 def _main(argv: list[str] | None) -> int:

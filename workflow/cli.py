@@ -13,6 +13,13 @@ PROG = "python -m workflow"
 describe = partial(cli.describe, prog=PROG)
 
 
+def _add(sub, name: str, what: str, *examples: str) -> argparse.ArgumentParser:
+    """A command whose --help opens with ``what`` and ``examples``; its line in the list of commands is the first
+    sentence of ``what``."""
+    first = what.split(". ")[0].rstrip(".")
+    return sub.add_parser(name, help=first[0].lower() + first[1:], description=describe(what, *examples))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = cli.Parser(prog=PROG, description=describe(
         "The workflow beside the library: benchmark, index a profile's results, rewrite the README's generated "
@@ -20,42 +27,35 @@ def build_parser() -> argparse.ArgumentParser:
         "index --profile cpu", "readme --check"))
     sub = parser.add_subparsers(dest="command", required=True, metavar="command",
                                 title="commands (python -m workflow <command> --help for each)")
-
-    def add(name: str, help: str, what: str, *examples: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help, description=describe(what, *examples))
-
-    p_i = add("index", "write the results index: every paper object, its command, ours vs paper",
-              "Write a profile's results index: every paper object, the command that makes it, and our numbers "
-              "beside the paper's.", "index --profile cpu")
+    p_i = _add(sub, "index", "Write a profile's results index: every paper object, the command that makes it, and our "
+                             "numbers beside the paper's.", "index --profile cpu")
     p_i.add_argument("--results", default="results", help="results folder: the one holding every profile's "
                                                           "folder, or a profile's own")
     p_i.add_argument("--profile", required=True, help="the profile the DAG ran (config/<profile>.yaml)")
     p_i.add_argument("--out", help="index to write (default: the profile's own, <results>/<profile>/README.md; "
                                    "writing it also refreshes <results>/README.md, the index of the profiles)")
-    p_m = add("readme", "rewrite the generated blocks of the README and docs/ from a profile's result files; --check "
-                        "only compares",
-              "Rewrite the generated blocks (the result numbers) of the README and of every docs/*.md beside it from a "
-              "profile's result files, or with --check only compare them.", "readme --check", "readme --profile cpu")
+    p_m = _add(sub, "readme", "Rewrite the generated blocks (the result numbers) of the README and of every docs/*.md "
+                              "beside it from a profile's result files, or with --check only compare them.",
+               "readme --check", "readme --profile cpu")
     p_m.add_argument("--readme", default="README.md",
                      help="README whose generated blocks are rewritten, with those of the docs/*.md beside it")
     p_m.add_argument("--results", default="results", help="results folder")
     p_m.add_argument("--profile", default="cpu", help="the profile whose committed results the README cites")
     p_m.add_argument("--check", action="store_true", help="change nothing; exit 1 naming each block that differs")
-    p_ms = add("membership", "membership inference on released models: each row kept in a record beside its run",
-               "Audit released models by membership inference (their own training records against as many test "
-               "records, the logit margin, beside the untrained model's null) and keep each row in a record beside "
-               "its run (RUN.json.membership), which the DAG's audit of the released models reads back where the "
-               "weights are not in git. Needs each run's weights (RUN.model.pt); a record already made for the same "
-               "weights, n, seed and code is kept.",
-               "membership results/runs/cpu/fashionmnist/alg1_w1_bf16_eps2_seed0.json")
+    p_ms = _add(sub, "membership",
+                "Audit released models by membership inference and keep each row in a record beside its run "
+                "(RUN.json.membership). The test: their own training records against as many test records, the logit "
+                "margin, beside the untrained model's null; the DAG's audit of the released models reads the record "
+                "back where the weights are not in git. Needs each run's weights (RUN.model.pt); a record already "
+                "made for the same weights, n, seed and code is kept.",
+                "membership results/runs/cpu/fashionmnist/alg1_w1_bf16_eps2_seed0.json")
     p_ms.add_argument("runs", nargs="+", metavar="RUN.json", help="result files of released models (weights beside)")
     p_ms.add_argument("--n", type=int, default=None,
                       help="training records, and as many test records, per model (default: the DAG's, 10,000)")
     p_ms.add_argument("--seed", type=int, default=0, help="seed of the record draw (default 0, the DAG's)")
     p_ms.add_argument("--data-root", help="data folder (default: $DIRDP_DATA, else ./data)")
-    p_b = add("bench", "per-step time of non-private training vs Algorithm 1, per model",
-              "Time one training step of non-private training and of Algorithm 1 (optionally DP-SGD) for each model.",
-              "bench --models resnet9 --width 0.25 --reps 3")
+    p_b = _add(sub, "bench", "Time one training step of non-private training and of Algorithm 1 (optionally DP-SGD) "
+                             "for each model.", "bench --models resnet9 --width 0.25 --reps 3")
     p_b.add_argument("--models", nargs="+", choices=["inception", "resnet18", "resnet9", "papernot_cnn"],
                      help="default: inception resnet18 resnet9 (with --campaign: and papernot_cnn)")
     p_b.add_argument("--width", type=float, default=1.0, help="channel-width multiplier (1: the paper's models)")
@@ -92,20 +92,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_campaign_parser(sub) -> None:
-    p = sub.add_parser("campaign", help="train a profile's runs in priority order through Snakemake, K at a time, "
-                                        "inside a budget (the GPU campaign; the CPU evidence campaign)",
-                       description=describe("Train a profile's runs in priority order through Snakemake, K at a time, "
-                                            "inside a time budget, and say where each run stands.",
-                                            "campaign status --config config/cpu.yaml",
-                                            "campaign run --smoke"))
+    p = _add(sub, "campaign", "Train a profile's runs in priority order through Snakemake, K at a time, inside a time "
+                              "budget, and say where each run stands (the GPU campaign; the CPU evidence campaign).",
+             "campaign status --config config/cpu.yaml", "campaign run --smoke")
     act = p.add_subparsers(dest="action", required=True, metavar="action",
                            title="actions (python -m workflow campaign <action> --help for each)")
-    r = act.add_parser("run", help="test lane, benchmark, then the runs through Snakemake, K at a time; pack what it "
-                                   "made",
-                       description=describe("Run a profile's campaign: the CUDA test lane, the benchmark, then its runs "
-                                            "in priority order through Snakemake, K at a time, and pack what it made.",
-                                            "campaign run --config config/gpu.yaml --budget 540 --pack out/",
-                                            "campaign run --smoke"))
+    r = _add(act, "run", "Run a profile's campaign: the CUDA test lane, the benchmark, then its runs in priority "
+                         "order through Snakemake, K at a time, and pack what it made.",
+             "campaign run --config config/gpu.yaml --budget 540 --pack out/", "campaign run --smoke")
     r.add_argument("--config", default="config/gpu.yaml", help="profile whose campaign queue runs")
     r.add_argument("--budget", type=float, default=540,
                    help="wall-clock seconds for everything, packing included (0: no limit). At the budget every run "
@@ -131,14 +125,12 @@ def _add_campaign_parser(sub) -> None:
                         "steps/s says can finish in the budget, unless --k is given)")
     r.add_argument("--require-clean", action="store_true",
                    help="start only while the code equals its commit (the CPU campaign: no '+dirty' results)")
-    s = act.add_parser("status", help="where each run of a profile's campaign stands",
-                       description=describe("Show where each run of a profile's campaign stands: done, running, "
-                                            "stopped or queued.", "campaign status --config config/cpu.yaml"))
+    s = _add(act, "status", "Show where each run of a profile's campaign stands: done, running, stopped or queued.",
+             "campaign status --config config/cpu.yaml")
     s.add_argument("--config", default="config/cpu.yaml", help="profile whose campaign queue is shown")
     s.add_argument("--workdir", help="folder holding results/ (default: the repository)")
-    u = act.add_parser("unpack", help="put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the repository",
-                       description=describe("Put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the "
-                                            "repository.", "campaign unpack out/"))
+    u = _add(act, "unpack", "Put a campaign pack (DIR/campaign.tar.gz.00, ...) back into the repository.",
+             "campaign unpack out/")
     u.add_argument("src", metavar="DIR", help="folder holding the pack")
     u.add_argument("--into", help="repository root (default: this one)")
     u.add_argument("--allow-smoke", action="store_true",

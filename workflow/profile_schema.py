@@ -34,6 +34,11 @@ def schema() -> dict:
     return yaml.safe_load(SCHEMA_PATH.read_text())
 
 
+def profiles() -> list[str]:
+    """The profiles that ship: the name of each ``config/<name>.yaml`` but the schema, sorted."""
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p != SCHEMA_PATH)
+
+
 def errors(config: dict, *, partial: bool = False) -> list[str]:
     """What is wrong with ``config`` (one line each, ``key.path: problem``); [] if it matches the schema.
     ``partial``: ``config`` is an overlay (``--config``), so no key is required at the top. The keys a profile without
@@ -89,9 +94,8 @@ def _load(path: Path, seen: frozenset) -> dict:
         return config
     base = CONFIG_DIR / f"{parent}.yaml"
     if not base.is_file():
-        known = ", ".join(sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p != SCHEMA_PATH))
         raise ValueError(f"{path}: extends: there is no {_rel(base)}; extend one of the profiles in "
-                         f"{_rel(CONFIG_DIR)}: {known}.")
+                         f"{_rel(CONFIG_DIR)}: {', '.join(profiles())}.")
     if base.resolve() in seen | {path.resolve()}:
         raise ValueError(f"{path}: extends: {parent!r} leads back to {path} (a cycle); one of them must declare "
                          "every key instead.")

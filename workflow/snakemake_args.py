@@ -15,13 +15,7 @@ import io
 import os
 import sys
 
-from workflow.profile_schema import CONFIG_DIR, SCHEMA_PATH
-
-
-def profiles() -> list[str]:
-    """The profiles that ship: the name of each ``config/<name>.yaml`` but the schema, sorted."""
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.yaml") if p != SCHEMA_PATH)
-
+from workflow.profile_schema import profiles
 
 # Device nodes of a GPU that torch may drive (NVIDIA's; ROCm's /dev/kfd; WSL's /dev/dxg). Where none exists there is no
 # GPU, and the second or two that importing torch costs every Snakemake start is saved.
