@@ -184,10 +184,31 @@ def smoke_dag(tmp_path_factory, mirror_root) -> SmokeDag:
 
 # The longest test files first: scripts/test.sh runs the suite on every core (pytest-xdist, --dist loadfile), which
 # hands out whole files in collection order, so a long file collected last (the SLURM test, alphabetically late) would
-# run alone at the end while the other workers idle. Within a file the order stays as written.
-FIRST = ("test_slurm.py", "test_dag.py", "test_campaign.py", "test_rebuild.py", "test_explore_browser.py")
+# run alone at the end while the other workers idle. Within a file the order stays as written. The order follows each
+# file's seconds in tests/artifacts/durations.csv, which every run writes (below).
+FIRST = ("test_slurm.py", "test_dag.py", "test_campaign.py", "test_rebuild.py", "test_audit.py",
+         "test_checkpoint_compat.py", "audit_privacy.ipynb", "test_cli.py", "test_explore_browser.py",
+         "test_training.py")
 
 
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(FIRST)))
+
+
+SECONDS: dict[str, float] = {}  # each test file's (or notebook's) seconds: setup, call and teardown of its tests
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    SECONDS[path] = SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    """Each file's seconds, the longest first, into tests/artifacts/durations.csv (by the process that collects the
+    reports: the only one, or xdist's controller), for FIRST's order."""
+    if SECONDS and not hasattr(session.config, "workerinput"):
+        rows = sorted(SECONDS.items(), key=lambda kv: -kv[1])
+        out = REPO / "tests" / "artifacts" / "durations.csv"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text("file,seconds\n" + "".join(f"{name},{sec:.1f}\n" for name, sec in rows))

@@ -213,6 +213,8 @@ def test_smoke_training_through_the_slurm_profile_equals_a_local_run(slurm, mirr
 def test_a_cancelled_training_job_is_resubmitted_and_resumes_from_its_checkpoint(slurm, mirror_root, tmp_path):
     t0 = time.time()
     work = copy_workflow(tmp_path / "slurm")
+    local = copy_workflow(tmp_path / "local")
+    local_run = None
     log = tmp_path / "slurm.log"
     ckpt = work / (LONG_RUN + ".ckpt.pt")
     with open(log, "w") as out:
@@ -229,10 +231,17 @@ def test_a_cancelled_training_job_is_resubmitted_and_resumes_from_its_checkpoint
             cancelled = first[0][1]
             subprocess.run(["scancel", cancelled], check=True)
             t_cancel = time.time()
+            # the uninterrupted run to compare with, trained locally while Snakemake waits to see the cancel and
+            # the resubmitted job waits for its status checks (started only now: before the cancel it would slow
+            # the SLURM job down to where its run could end before the cancel)
+            local_run = start_snakemake(local, "--cores", "1", "--configfile", "config/smoke.yaml", "--config",
+                                        LONG_CONFIG, "--", LONG_RUN, data=mirror_root, log=tmp_path / "local.log")
             proc.wait(timeout=1800)
         finally:
-            if proc.poll() is None:
-                proc.kill()
+            for p in (proc, local_run):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                    p.wait()
     text = log.read_text()
     assert proc.returncode == 0, text[-6000:]
     jobs = submissions(text)
@@ -251,10 +260,8 @@ def test_a_cancelled_training_job_is_resubmitted_and_resumes_from_its_checkpoint
     assert first["state"] == "CANCELLED" and second["state"] == "COMPLETED", (first, second)
     assert resumed and 2 <= int(resumed[1]) < STEPS and int(resumed[2]) == STEPS, train_log[-2000:]
     assert not ckpt.exists()  # a finished run deletes its checkpoint
-    t1 = time.time()
-    local = copy_workflow(tmp_path / "local")
-    snakemake(local, "--cores", "1", "--configfile", "config/smoke.yaml", "--config", LONG_CONFIG, "--", LONG_RUN,
-              data=mirror_root, log=tmp_path / "local.log")
-    report(f"uninterrupted local run ({time.time() - t1:.0f} s): params_sha256 slurm (cancelled, resumed) "
+    finished(local_run, tmp_path / "local.log")
+    report(f"uninterrupted local run (started at the cancel, beside the resubmitted job; done "
+           f"{time.time() - t_cancel:.0f} s after the cancel): params_sha256 slurm (cancelled, resumed) "
            f"{sha(work, LONG_RUN)}, local {sha(local, LONG_RUN)}")
     assert sha(work, LONG_RUN) == sha(local, LONG_RUN)
