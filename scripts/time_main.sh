@@ -9,7 +9,7 @@
 # commit, the 1-minute load average before and after (other work on the machine slows the command: run it quiet)
 # and replaces its own earlier row of the same command and profile (or one not measured yet), then rewrites the
 # README's timings block from it (python -m workflow readme), so that the two are committed together. The clone is
-# removed afterwards; its log stays in results/logs/timings/.
+# removed afterwards; its log stays in results/logs/timings/ (the tests' with each file's seconds beside it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-}
@@ -39,6 +39,9 @@ rc=0
 (cd "$tmp/main" && env -u VIRTUAL_ENV ${profile:+PROFILE=$profile} bash "$script") >"$log" 2>&1 || rc=$?
 wall=$(( $(date +%s) - start ))
 load_after=$(cut -d' ' -f1 /proc/loadavg)
+# the suite's seconds per test file (tests/conftest.py writes them; its FIRST order follows them), beside the log
+durations="$tmp/main/tests/artifacts/durations.csv"
+[ ! -f "$durations" ] || cp "$durations" "${log%.log}-durations.csv"
 [ "$rc" = 0 ] || { echo "time_main: '$cmd' failed (exit $rc) after ${wall} s; nothing recorded; see $log" >&2; exit 1; }
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')
 bf16=$(grep -c avx512_bf16 /proc/cpuinfo || true)
