@@ -7,9 +7,6 @@ bash scripts/setup.sh
 # the data: $DIRDP_DATA, else ../shared/datasets where this checkout has the offline copies beside it, else ./data
 if [ -z "${DIRDP_DATA:-}" ] && [ -d ../shared/datasets ]; then export DIRDP_DATA="$(cd ../shared/datasets && pwd)"; fi
 export MPLBACKEND=Agg
-# one torch thread per worker (a worker per core): more would only contend for the cores the other workers use;
-# a test that needs a thread count sets its own
-export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 # both tiers (pytest alone: the fast one) and every notebook under nbval, in one run: a worker per core
 # (pytest-xdist), each test file and each notebook on one worker (its module fixtures, its kernel, set up once; a
 # session fixture such as the smoke DAG once per worker that needs it), handed out in the order tests/conftest.py

@@ -13,6 +13,11 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
+# one torch thread in each xdist worker (scripts/test.sh runs a worker per core): more would only contend for the
+# cores the other workers use. Its subprocesses and notebook kernels inherit it; a test that needs a count sets its own.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 REPO = Path(__file__).resolve().parents[1]
 
