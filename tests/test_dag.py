@@ -94,6 +94,35 @@ def test_paper_profile_dry_run_has_every_object_and_every_run(tiny_root):
     assert jobs["train"] == len(paper.all_runs()) == 1370
 
 
+# a sitecustomize that refuses torch and scipy.stats in every Python process started with it on PYTHONPATH
+NO_TORCH = """
+import sys
+
+
+class Refuse:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "torch" or name.startswith("scipy.stats"):
+            raise ModuleNotFoundError(f"No module named {name!r} (refused by the test)", name=name)
+        return None
+
+
+sys.meta_path.insert(0, Refuse())
+"""
+
+
+def test_snakemake_plans_the_dag_without_importing_torch(tiny_root, tmp_path):
+    """Every Snakemake start (a dry run, a campaign's, each SLURM job's) reads the Snakefile: torch and scipy.stats,
+    seconds of imports, stay out of it (the jobs that need them import them)."""
+    (tmp_path / "sitecustomize.py").write_text(NO_TORCH)
+    env = dict(os.environ, DIRDP_DATA=str(tiny_root), PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    check = subprocess.run([sys.executable, "-c", "import torch"], env=env, capture_output=True, text=True)
+    assert "refused by the test" in check.stderr  # the refusal works
+    proc = subprocess.run([*SNAKEMAKE, "-n", "-q", "rules", "--forceall", "--configfile", "config/paper.yaml"],
+                          cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert job_counts(proc.stdout).get("train") == 1370
+
+
 def data_root_with(root: Path, *names: str) -> Path:
     """A data root holding (empty) files of data sets ``names``: what the DAG's check for missing data looks at."""
     for name in names:

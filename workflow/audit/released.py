@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dirdp.audit import membership
 from dirdp.run_result import weights_path
 
 # the audit of the released models (rules/notebooks.smk): this many of a run's training records against as many test
@@ -26,6 +25,8 @@ def record_path(result_path: str | Path) -> Path:
 
 
 def _key(result_path, n: int, seed: int) -> dict:
+    from dirdp.audit import membership  # here, not above: the Snakefile reads RELEASED_MODELS_N without torch
+
     res = json.loads(Path(result_path).read_text())
     return dict(params_sha256=res.get("params_sha256"), n=int(n), seed=int(seed), code_sha256=membership.code_sha256())
 
@@ -71,6 +72,8 @@ def released_model_row(result_path, *, n: int = 2000, seed: int = 0, data_root=N
     if not weights_path(result_path).exists():
         return None, f"its weights are not in this checkout and {why}"
     import time
+
+    from dirdp.audit import membership
 
     start = time.perf_counter()
     row = membership.released_model_mia(result_path, n=n, seed=seed, data_root=data_root)
